@@ -1,0 +1,80 @@
+"""Shared pytest fixtures.
+
+Allocator and runtime state is process-global (the host allocator registry, the simulated
+runtime, torch_npu's caches), so every scenario that touches it runs in a fresh interpreter
+through ``run_isolated``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+
+_RESULT_TAG = "PINPOOL_RESULT:"
+
+_PRELUDE = """
+import json as _json, sys as _sys
+result = None
+"""
+
+_EPILOGUE = f"""
+_sys.stdout.flush()
+print({_RESULT_TAG!r} + _json.dumps(result), flush=True)
+"""
+
+
+@dataclass
+class Isolated:
+    """What a scenario run in its own interpreter left behind."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    result: Any
+
+
+def run_snippet(
+    code: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 300.0,
+    expect_ok: bool = True,
+) -> Isolated:
+    """Run ``code`` in a fresh ``python`` and return what it put into ``result``.
+
+    The snippet assigns a JSON-serialisable value to ``result``. With ``expect_ok`` (the
+    default) a non-zero exit fails the calling test with the child's output attached.
+    """
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    program = _PRELUDE + textwrap.dedent(code) + _EPILOGUE
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    value = None
+    for line in proc.stdout.splitlines():
+        if line.startswith(_RESULT_TAG):
+            value = json.loads(line[len(_RESULT_TAG) :])
+    if expect_ok and proc.returncode != 0:
+        pytest.fail(
+            f"isolated scenario exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
+            f"\n--- stderr ---\n{proc.stderr[-6000:]}",
+            pytrace=False,
+        )
+    return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+
+
+@pytest.fixture
+def run_isolated() -> Callable[..., Isolated]:
+    """Fixture form of :func:`run_snippet`."""
+    return run_snippet

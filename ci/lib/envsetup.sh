@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Create or reuse the test environment for one torch / torch_npu pair and print the exports
+# that activate it (stdout: `export NAME=value` lines only; everything else goes to stderr).
+#
+#   bash ci/lib/envsetup.sh PAIR
+#
+# Used through `source ci/sim-env.sh PAIR` (or `bash ci/sim-env.sh PAIR --print`).
+#
+# Layout (ROOT = ${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}):
+#   ROOT/PAIR/                  the venv
+#   ROOT/PAIR/.pinpool-stamp    written last: what was installed. A venv without a matching
+#                               stamp (an interrupted or older install) is deleted and redone.
+#   ROOT/PAIR/simcann/lib/      the simulated CANN runtime, built for this venv's python
+#   ROOT/PAIR/simcann/.stamp    hash of test/simcann's sources it was built from
+#   ROOT/PAIR.log               the log of the last install / build step
+#   ROOT/PAIR.lock              flock: two shells setting up the same pair wait for each other
+set -euo pipefail
+
+PAIR="${1:-}"
+# Never let `import torch` load torch_npu by itself (torch's device-backend autoload): without
+# the simulated runtime on LD_LIBRARY_PATH that fails.
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=ci/lib/pairs.sh
+. "$HERE/pairs.sh"
+
+say() { printf '[sim-env %s] %s\n' "$PAIR" "$*" >&2; }
+die() {
+    # $1: the step that failed, $2: what to do. Prints the log tail when there is one.
+    printf '\n[sim-env %s] FAILED: %s\n' "$PAIR" "$1" >&2
+    if [[ -n "${LOG:-}" && -s "$LOG" ]]; then
+        printf '[sim-env %s] --- last lines of %s ---\n' "$PAIR" "$LOG" >&2
+        tail -n 40 "$LOG" >&2
+        printf '[sim-env %s] --- end of log ---\n' "$PAIR" >&2
+    fi
+    printf '[sim-env %s] what to do: %s\n' "$PAIR" "$2" >&2
+    exit 1
+}
+
+if ! pinpool_pair_spec "$PAIR"; then
+    printf '[sim-env] unknown pair %q: choose one of %s\n' "$PAIR" "$PINPOOL_ALL_PAIRS" >&2
+    exit 2
+fi
+
+ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
+VENV="$ROOT/$PAIR"
+LOG="$ROOT/$PAIR.log"
+BASE_PY="${PINPOOL_PYTHON:-python3}"
+mkdir -p "$ROOT" || die "creating $ROOT" "set PINPOOL_ENV_ROOT to a writable directory"
+
+# Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/.
+TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff)
+# Bump when the recipe below changes: every cached env is then rebuilt.
+RECIPE=3
+
+exec 9>"$ROOT/$PAIR.lock"
+if ! flock -n 9; then
+    say "another process is setting up this env; waiting for it"
+    flock 9
+fi
+
+base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
+    die "running $BASE_PY" "install Python 3 or point PINPOOL_PYTHON at one"
+WANT_STAMP="recipe=$RECIPE python=$base_py_version torch=$PAIR_TORCH npu=$PAIR_NPU nodeps=$PAIR_NPU_NODEPS deps=${TEST_DEPS[*]}"
+
+run_logged() {
+    # run_logged STEP WHATTODO CMD...: append CMD's output to the log; die on failure.
+    local step="$1" todo="$2"
+    shift 2
+    printf '\n$ %s\n' "$*" >>"$LOG"
+    "$@" >>"$LOG" 2>&1 || die "$step" "$todo"
+}
+
+# --- 1. the venv ---------------------------------------------------------------------------
+if [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "$WANT_STAMP" &&
+    -x "$VENV/bin/python" ]]; then
+    : # reuse, quietly
+else
+    if [[ -e "$VENV" ]]; then
+        say "existing env at $VENV is incomplete or from another recipe: recreating it"
+        rm -rf "$VENV"
+    fi
+    start=$SECONDS
+    : >"$LOG"
+    say "creating $VENV: $PAIR_NOTE (log: $LOG)"
+    run_logged "creating the venv" "check that '$BASE_PY -m venv' works (Debian: apt-get install python3-venv)" \
+        "$BASE_PY" -m venv "$VENV"
+    PY="$VENV/bin/python"
+    PIP=("$PY" -m pip install --disable-pip-version-check --progress-bar off)
+    fix_net="check the network / PyPI access and rerun; the half-made env is redone next time"
+    say "installing $PAIR_TORCH"
+    run_logged "installing $PAIR_TORCH" "$fix_net" "${PIP[@]}" "$PAIR_TORCH"
+    say "installing $PAIR_NPU"
+    if [[ "$PAIR_NPU_NODEPS" == 1 ]]; then
+        # torch_npu's wheel pins torch==X+cpu; PyPI has only the CUDA build of torch X for
+        # Linux x86_64. Install it without its dependencies, then the ones it needs besides torch.
+        run_logged "installing $PAIR_NPU (--no-deps)" "$fix_net" "${PIP[@]}" --no-deps "$PAIR_NPU"
+        run_logged "installing torch_npu's dependencies" "$fix_net" "${PIP[@]}" numpy pyyaml
+    else
+        run_logged "installing $PAIR_NPU" "$fix_net" "${PIP[@]}" "$PAIR_NPU"
+    fi
+    say "installing test dependencies: ${TEST_DEPS[*]}"
+    # Keep the torch that is installed: pass it as a constraint so nothing replaces it.
+    "$PY" -c 'import importlib.metadata as m; print("torch==" + m.version("torch"))' \
+        >"$VENV/.torch-constraint.txt" 2>>"$LOG" || die "reading the installed torch version" "see the log"
+    run_logged "installing test dependencies" "$fix_net" \
+        "${PIP[@]}" -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
+
+    # torch 2.10 CUDA-build workaround (test environment only; see ci/lib/cudafix/README.md).
+    say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
+    run_logged "installing the CUDA-build import workaround" \
+        "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
+        "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+
+    echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
+    say "env ready in $((SECONDS - start)) s"
+fi
+PY="$VENV/bin/python"
+
+# --- 2. the simulated CANN runtime ------------------------------------------------------------
+SIM_SRC="$REPO/test/simcann"
+SIM_DIR="$VENV/simcann"
+if [[ ! -f "$SIM_SRC/build.sh" ]]; then
+    LOG= die "building the simulated CANN runtime" \
+        "$SIM_SRC/build.sh does not exist in this checkout yet (the simulator is not on this branch)"
+fi
+# Hash every file under test/simcann except its tests, docs, build output and caches, plus the python it is
+# built for, so an edited source or a different interpreter rebuilds it.
+sim_hash="$(
+    cd "$SIM_SRC" &&
+        { find . -type f ! -path './tests/*' ! -path '*/build/*' ! -path '*/__pycache__/*' \
+            ! -name '*.pyc' ! -name '*.o' ! -name '*.so' ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+        echo "python=$PY $(readlink -f "$PY")"; } | sha256sum | cut -d' ' -f1
+)"
+if [[ ! -f "$SIM_DIR/.stamp" || "$(cat "$SIM_DIR/.stamp")" != "$sim_hash" ]]; then
+    start=$SECONDS
+    say "building the simulated CANN runtime into $SIM_DIR (log: $LOG)"
+    rm -rf "$SIM_DIR.new"
+    printf '\n=== simulator build %s ===\n' "$(date -u +%FT%TZ)" >>"$LOG"
+    run_logged "building the simulated CANN runtime (test/simcann/build.sh)" \
+        "read the log above; rerun 'bash test/simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
+        bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new"
+    [[ -f "$SIM_DIR.new/lib/libascendcl.so" ]] ||
+        die "building the simulated CANN runtime" "build.sh succeeded but left no $SIM_DIR.new/lib/libascendcl.so"
+    echo "$sim_hash" >"$SIM_DIR.new/.stamp"
+    rm -rf "$SIM_DIR"
+    mv "$SIM_DIR.new" "$SIM_DIR"
+    say "simulator built in $((SECONDS - start)) s"
+fi
+
+# --- 3. the exports ---------------------------------------------------------------------------
+q() { printf '%q' "$1"; }
+lib="$SIM_DIR/lib"
+ld="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Drop other pairs' simulator dirs and a previous copy of ours, so re-sourcing does not pile up.
+ld="$(printf '%s' "$ld" | tr ':' '\n' | awk -v root="$ROOT/" -v lib="$lib" \
+    'NR==1 || (index($0, root) != 1 && $0 != lib && $0 != "")' | paste -sd: -)"
+path="$VENV/bin:$(printf '%s' "$PATH" | tr ':' '\n' | awk -v root="$ROOT/" \
+    'index($0, root) != 1 && $0 != ""' | paste -sd: -)"
+echo "export PINPOOL_PAIR=$(q "$PAIR")"
+echo "export VIRTUAL_ENV=$(q "$VENV")"
+echo "export PATH=$(q "$path")"
+echo "export SIMCANN_LIB_DIR=$(q "$lib")"
+echo "export LD_LIBRARY_PATH=$(q "$ld")"
+echo "export TORCH_DEVICE_BACKEND_AUTOLOAD=0"

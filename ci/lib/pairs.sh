@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# The torch / torch_npu pairs the test environments are built for. Sourced by ci/lib/envsetup.sh
+# and ci/test.sh. One place to change a version.
+#
+#   PAIR_TORCH     pip requirement for torch
+#   PAIR_NPU       pip requirement for torch_npu
+#   PAIR_NPU_NODEPS 1 = install torch_npu with --no-deps (its wheel pins torch==X+cpu, which
+#                  PyPI does not have for Linux x86_64; we pair it with PyPI's CUDA build)
+#   PAIR_NOTE      what the user is about to wait for
+PINPOOL_ALL_PAIRS="2.13 2.10 2.9 2.8"
+PINPOOL_CI_PAIRS="2.13 2.10"
+
+pinpool_pair_spec() {
+    case "$1" in
+        2.13)
+            # The CPU build lies on disk (/opt/wheels, pip's find-links): `torch==2.13.0`
+            # resolves to 2.13.0+cpu there, and torch_npu 2.13.0 asks for torch==2.13.0.*.
+            PAIR_TORCH="torch==2.13.0"
+            PAIR_NPU="torch_npu==2.13.0"
+            PAIR_NPU_NODEPS=0
+            PAIR_NOTE="torch 2.13.0 (CPU build) + torch_npu 2.13.0"
+            ;;
+        2.10)
+            PAIR_TORCH="torch==2.10.0"
+            PAIR_NPU="torch_npu==2.10.0.post7"
+            PAIR_NPU_NODEPS=1
+            PAIR_NOTE="torch 2.10.0 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.10.0.post7"
+            ;;
+        2.9)
+            PAIR_TORCH="torch==2.9.1"
+            PAIR_NPU="torch_npu==2.9.1"
+            PAIR_NPU_NODEPS=1
+            PAIR_NOTE="torch 2.9.1 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.9.1"
+            ;;
+        2.8)
+            PAIR_TORCH="torch==2.8.0"
+            PAIR_NPU="torch_npu==2.8.0.post5"
+            PAIR_NPU_NODEPS=1
+            PAIR_NOTE="torch 2.8.0 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.8.0.post5"
+            ;;
+        *)
+            return 1
+            ;;
+    esac
+}

@@ -78,3 +78,47 @@ def run_snippet(
 def run_isolated() -> Callable[..., Isolated]:
     """Fixture form of :func:`run_snippet`."""
     return run_snippet
+
+
+# --- markers and report header (owned by ci/; keep this section small) ------------------------
+# `npu` tests need a real Ascend NPU; `simulator` tests only hold on the simulated CANN runtime
+# (ci/sim-env.sh sets SIMCANN_LIB_DIR). A real NPU shows up as /dev/davinci0.
+
+
+def _on_simulator() -> bool:
+    return bool(os.environ.get("SIMCANN_LIB_DIR"))
+
+
+def _real_npu() -> bool:
+    return not _on_simulator() and os.path.exists("/dev/davinci0")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from importlib import metadata
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    runtime = (
+        f"simulated CANN ({os.environ['SIMCANN_LIB_DIR']})"
+        if _on_simulator()
+        else ("real NPU" if _real_npu() else "no NPU, no simulator")
+    )
+    return [
+        f"pinpool pair: {os.environ.get('PINPOOL_PAIR', '(not set)')}: torch {version('torch')},"
+        f" torch_npu {version('torch_npu')}; runtime: {runtime}"
+    ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_npu = pytest.mark.skip(reason="needs a real Ascend NPU")
+    skip_sim = pytest.mark.skip(reason="simulated-runtime check (SIMCANN_LIB_DIR not set)")
+    real, sim = _real_npu(), _on_simulator()
+    for item in items:
+        if item.get_closest_marker("npu") is not None and not real:
+            item.add_marker(skip_npu)
+        if item.get_closest_marker("simulator") is not None and not sim:
+            item.add_marker(skip_sim)

@@ -54,7 +54,10 @@ if (
 ); then
     summary+=("$(printf '%-8s %-6s %5ss  %s' lint PASS $((SECONDS - t0)) "ruff check ${lint_targets[*]}")")
 else
-    summary+=("$(printf '%-8s %-6s %5ss  %s' lint FAIL $((SECONDS - t0)) "ruff check ${lint_targets[*]} (see above)")")
+    rc=$?
+    what="ruff check ${lint_targets[*]} found problems (see above; 'ruff check --fix' fixes some)"
+    [[ $rc == 3 ]] && what="env $lint_pair could not be set up, so ruff did not run"
+    summary+=("$(printf '%-8s %-6s %5ss  %s' lint FAIL $((SECONDS - t0)) "$what")")
     red=1
 fi
 

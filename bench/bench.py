@@ -1,0 +1,608 @@
+"""Plugin vs torch_npu's native pinned host allocator, on the simulated CANN runtime, for the
+torch / torch_npu pair installed in the running interpreter's environment.
+
+    python bench/bench.py [--trials T] [--quick] [--out DIR] [--figures P1,P3]
+
+Runs T trials; each trial runs one native and one plugin worker process (bench/worker.py), in
+alternating order (N P, P N, N P, ...), so both modes see the same machine state. Prints a
+table and writes DIR/bench-<pair>.json (every sample) and DIR/bench-<pair>.png (P1 and P3).
+Needs the simulator on LD_LIBRARY_PATH (``source ci/sim-env.sh PAIR``) and the plugin
+installed (``pip install --no-build-isolation .``); without the plugin only native runs.
+See bench/README.md.
+"""
+
+# ruff: noqa: E501  (report-formatting lines are kept whole for readability)
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TAG = "BENCH_RESULT:"
+KiB, MiB = 1024, 1024 * 1024
+
+QUICK = {
+    "reps": 3,
+    "rep_seconds": 0.01,
+    "p1_sizes": [4 * KiB, MiB],
+    "p1_threads": [1, 2],
+    "p2_sizes": [64 * KiB],
+    "p3_cycles": 10,
+    "p3_every": 5,
+    "p4_graphs": 4,
+    "p5_steps": 50,
+}
+
+
+# --- statistics ----------------------------------------------------------------------------------
+def summ(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    if len(xs) >= 2:
+        q = statistics.quantiles(xs, n=4, method="inclusive")
+        q1, q3 = q[0], q[2]
+    else:
+        q1 = q3 = xs[0]
+    return {
+        "median": statistics.median(xs),
+        "q1": q1,
+        "q3": q3,
+        "min": xs[0],
+        "max": xs[-1],
+        "n": len(xs),
+    }
+
+
+def fmt_size(b):
+    if b is None:
+        return "-"
+    for unit, div in (("MiB", MiB), ("KiB", KiB)):
+        if abs(b) >= div and b % div == 0:
+            return f"{b // div} {unit}"
+    return f"{b} B"
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "n/a"
+    if abs(b) >= MiB:
+        return f"{b / MiB:.2f} MiB"
+    if abs(b) >= KiB:
+        return f"{b / KiB:.1f} KiB"
+    return f"{b} B"
+
+
+# --- running workers -----------------------------------------------------------------------------
+def run_worker(mode, cfg, timeout):
+    cmd = [
+        sys.executable,
+        os.path.join(HERE, "worker.py"),
+        "--mode",
+        mode,
+        "--config",
+        json.dumps(cfg),
+    ]
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return {
+            "mode": mode,
+            "failed": f"timeout after {timeout}s",
+            "stderr": str(e.stderr)[-3000:],
+        }
+    res = None
+    for line in p.stdout.splitlines():
+        if line.startswith(TAG):
+            res = json.loads(line[len(TAG) :])
+    viol = [ln for ln in p.stderr.splitlines() if "SIMCANN VIOLATION" in ln]
+    if res is None:
+        return {
+            "mode": mode,
+            "failed": f"exit {p.returncode}, no result",
+            "stderr": p.stderr[-4000:],
+            "stdout": p.stdout[-2000:],
+        }
+    res["mode"] = mode
+    res["returncode"] = p.returncode
+    res["wall_seconds"] = time.perf_counter() - t0
+    res["violation_lines"] = len(viol)
+    res["violation_examples"] = viol[:5]
+    return res
+
+
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "host": platform.node(),
+    }
+
+
+# --- aggregation ---------------------------------------------------------------------------------
+def ok_runs(runs, mode):
+    return [r for r in runs if r.get("mode") == mode and "failed" not in r]
+
+
+def fig_of(run, name):
+    return run.get("figures", {}).get(name)
+
+
+def aggregate(trials):
+    """trials: list of {"native": run, "plugin": run}. Returns the summary dict."""
+    runs = [r for t in trials for r in t.values()]
+    S = {}
+
+    # P1: per (op, size, threads): per-mode sample summary + paired per-trial ratios.
+    p1 = {}
+    for t in trials:
+        per_mode = {}
+        for mode in ("native", "plugin"):
+            r = t.get(mode)
+            f = fig_of(r, "P1") if r and "failed" not in r else None
+            for e in f or []:
+                key = (e["op"], e["size"], e["threads"])
+                per_mode.setdefault(key, {})[mode] = e["ns_per_op"]
+        for key, d in per_mode.items():
+            slot = p1.setdefault(key, {"native": [], "plugin": [], "ratios": []})
+            for mode, xs in d.items():
+                slot[mode].extend(xs)
+            if "native" in d and "plugin" in d:
+                slot["ratios"].append(
+                    statistics.median(d["plugin"]) / statistics.median(d["native"])
+                )
+    rows = []
+    for (op, size, threads), slot in sorted(p1.items()):
+        n, p, r = summ(slot["native"]), summ(slot["plugin"]), summ(slot["ratios"])
+        verdict = None
+        if n and p:
+            ratio = p["median"] / n["median"]
+            if ratio <= 1.0:
+                verdict = "meets"
+            elif p["q1"] <= n["q3"] or (r and r["min"] <= 1.0):
+                verdict = "within spread"
+            else:
+                verdict = "MISS"
+        else:
+            ratio = None
+        rows.append(
+            {
+                "op": op,
+                "size": size,
+                "threads": threads,
+                "native_ns": n,
+                "plugin_ns": p,
+                "ratio_of_medians": ratio,
+                "paired_trial_ratio": r,
+                "verdict": verdict,
+            }
+        )
+    S["P1"] = rows
+
+    # P2: capture vs eager, per mode and size.
+    p2 = {}
+    for r in runs:
+        if "failed" in r:
+            continue
+        for e in fig_of(r, "P2") or []:
+            slot = p2.setdefault(
+                (r["mode"], e["size"]), {"eager": [], "capture": [], "ratios": [], "grow": []}
+            )
+            slot["eager"].extend(e["eager_ns"])
+            slot["capture"].extend(e["capture_ns"])
+            slot["ratios"].append(
+                statistics.median(e["capture_ns"]) / statistics.median(e["eager_ns"])
+            )
+            if e.get("sim_live_in_capture") is not None and e.get("sim_live_before") is not None:
+                slot["grow"].append(e["sim_live_in_capture"] - e["sim_live_before"])
+    rows = []
+    for (mode, size), slot in sorted(p2.items()):
+        r = summ(slot["ratios"])
+        rows.append(
+            {
+                "mode": mode,
+                "size": size,
+                "eager_ns": summ(slot["eager"]),
+                "capture_ns": summ(slot["capture"]),
+                "ratio": r,
+                "sim_live_growth_in_capture": max(slot["grow"]) if slot["grow"] else None,
+                "verdict": (
+                    None
+                    if mode != "plugin" or not r
+                    else ("meets" if r["median"] <= 2.0 else "MISS")
+                ),
+            }
+        )
+    S["P2"] = rows
+
+    # P3: bytes (deterministic per process: report the first run and whether all runs agree).
+    p3 = {}
+    for mode in ("native", "plugin"):
+        fs = [fig_of(r, "P3") for r in ok_runs(runs, mode)]
+        fs = [f for f in fs if f]
+        if not fs:
+            continue
+        f = fs[0]
+        p3[mode] = {
+            "cycles": f["cycles"],
+            "growth_sim_live": [x["growth_sim_live"] for x in fs],
+            "growth_stats_allocated_bytes": [x["growth_stats_allocated_bytes"] for x in fs],
+            "baseline": f["baseline"],
+            "end": f["end"],
+            "trajectory": f["trajectory"],
+            "wrong_bytes_keep": [x["wrong_bytes_keep"] for x in fs],
+            "wrong_bytes_tmp": [x["wrong_bytes_tmp"] for x in fs],
+            "cycles_with_wrong_bytes": [x["cycles_with_wrong_bytes"] for x in fs],
+            "seconds": summ([x["seconds"] for x in fs]),
+        }
+    if "plugin" in p3:
+        g = p3["plugin"]["growth_sim_live"]
+        gs = p3["plugin"]["growth_stats_allocated_bytes"]
+        wrong = sum(p3["plugin"]["wrong_bytes_keep"]) + sum(p3["plugin"]["wrong_bytes_tmp"])
+        zero = all(x == 0 for x in g if x is not None) and all(x in (0, None) for x in gs)
+        p3["verdict"] = "meets" if zero and wrong == 0 and any(x is not None for x in g) else "MISS"
+    S["P3"] = p3
+
+    # P4
+    p4 = {}
+    for mode in ("native", "plugin"):
+        fs = [fig_of(r, "P4") for r in ok_runs(runs, mode)]
+        fs = [f for f in fs if f]
+        if fs:
+            p4[mode] = fs[0]
+            p4[mode + "_all_runs_agree"] = all(f == fs[0] for f in fs)
+    if "plugin" in p4:
+        by = {(e["workload"], e["shared"]): e for e in p4["plugin"]}
+        sh, one = by.get(("bounce", True), {}), by.get(("bounce", False), {})
+        ok = (
+            sh.get("held_bytes") is not None
+            and sh.get("one_graph_bytes") is not None
+            and sh["held_bytes"] <= sh["one_graph_bytes"]
+            and sh.get("wrong_bytes") == 0
+        )
+        p4["verdict_bounce_shared_eq_one_graph"] = "meets" if ok else "MISS"
+        _ = one
+    S["P4"] = p4
+
+    # P5: steps/s, paired ratios per trial.
+    ratios, sps = [], {"native": [], "plugin": []}
+    wrong = {"native": 0, "plugin": 0}
+    for t in trials:
+        med = {}
+        for mode in ("native", "plugin"):
+            r = t.get(mode)
+            f = fig_of(r, "P5") if r and "failed" not in r else None
+            if f:
+                sps[mode].extend(f["steps_per_s"])
+                med[mode] = statistics.median(f["steps_per_s"])
+                wrong[mode] += f["wrong_steps"]
+        if len(med) == 2:
+            ratios.append(med["plugin"] / med["native"])
+    p5 = {
+        "native_steps_per_s": summ(sps["native"]),
+        "plugin_steps_per_s": summ(sps["plugin"]),
+        "paired_trial_ratio": summ(ratios),
+        "wrong_steps": wrong,
+    }
+    if p5["native_steps_per_s"] and p5["plugin_steps_per_s"]:
+        ratio = p5["plugin_steps_per_s"]["median"] / p5["native_steps_per_s"]["median"]
+        p5["ratio_of_medians"] = ratio
+        n, p = p5["native_steps_per_s"], p5["plugin_steps_per_s"]
+        if ratio >= 0.99:
+            p5["verdict"] = "meets"
+        elif p["q3"] >= n["q1"]:
+            p5["verdict"] = "within spread"
+        else:
+            p5["verdict"] = "MISS"
+    S["P5"] = p5
+
+    # Health: failed runs, figure errors, simulator violations.
+    S["health"] = {
+        "failed_runs": [
+            {"mode": r["mode"], "why": r["failed"], "stderr": r.get("stderr", "")[-1500:]}
+            for r in runs
+            if "failed" in r
+        ],
+        "figure_errors": [
+            {"mode": r["mode"], "figure": k, "tb": v[-1500:]}
+            for r in runs
+            if "failed" not in r
+            for k, v in r.get("errors", {}).items()
+        ],
+        "violation_lines": {
+            m: sum(r.get("violation_lines", 0) for r in runs if r.get("mode") == m)
+            for m in ("native", "plugin")
+        },
+        "violation_examples": [x for r in runs for x in r.get("violation_examples", [])][:10],
+    }
+    return S
+
+
+# --- report --------------------------------------------------------------------------------------
+def table(S, meta):
+    L = []
+    w = L.append
+    w(
+        f"== torch_npu_pinpool bench: pair {meta['pair']}  (torch {meta['torch']}, torch_npu {meta['torch_npu']})"
+    )
+    m = meta["machine"]
+    w(
+        f"   {m['date_utc']}  nproc={m['nproc']}  cpu={m['cpu']}  trials={meta['trials']}  quick={meta['quick']}"
+    )
+    w("   simulated runtime: timings are the allocator's CPU cost, not NPU DMA")
+    w("")
+    w(
+        "P1 eager cached alloc+free round trip, ns/op (median [IQR]); ratio = plugin/native (paired trials min..max)"
+    )
+    w(
+        f"   {'op':<13}{'size':>8}{'thr':>4}  {'native':>22}  {'plugin':>22}  {'ratio':>6} {'paired':>13}  verdict"
+    )
+    for r in S["P1"]:
+
+        def c(s):
+            return "-" if not s else f"{s['median']:8.0f} [{s['q1']:.0f}-{s['q3']:.0f}]"
+
+        pr = r["paired_trial_ratio"]
+        prs = "{:.2f}..{:.2f}".format(pr["min"], pr["max"]) if pr else "-"
+        w(
+            f"   {r['op']:<13}{fmt_size(r['size']):>8}{r['threads']:>4}  {c(r['native_ns']):>22}  {c(r['plugin_ns']):>22}  "
+            f"{(r['ratio_of_medians'] or float('nan')):6.3f} {prs:>13}  {r['verdict']}"
+        )
+    w("")
+    w(
+        "P2 pinned alloc+free on a capturing stream vs eager cached (ratio = capture/eager, target plugin <= 2x)"
+    )
+    for r in S["P2"]:
+        e, c_, q = r["eager_ns"], r["capture_ns"], r["ratio"]
+        w(
+            f"   {r['mode']:<7}{fmt_size(r['size']):>8}  eager {e['median']:8.0f} ns  capture {c_['median']:8.0f} ns  "
+            f"ratio {q['median']:6.2f} ({q['min']:.2f}..{q['max']:.2f})  pinned growth in capture {fmt_bytes(r['sim_live_growth_in_capture'])}"
+            f"  {r['verdict'] or ''}"
+        )
+    w("")
+    p3 = S["P3"]
+    w(
+        "P3 pinned host bytes held after K capture+replay+reset cycles and host_empty_cache (growth over baseline)"
+    )
+    for mode in ("native", "plugin"):
+        if mode in p3:
+            x = p3[mode]
+            w(
+                f"   {mode:<7} K={x['cycles']:<4} sim live growth {', '.join(fmt_bytes(v) for v in x['growth_sim_live'])}"
+                f" | host_memory_stats allocated_bytes growth {', '.join(fmt_bytes(v) for v in x['growth_stats_allocated_bytes'])}"
+                f" | wrong bytes on replay: persistent {sum(x['wrong_bytes_keep'])}, temp {sum(x['wrong_bytes_tmp'])}"
+            )
+    if "verdict" in p3:
+        w(f"   plugin: {p3['verdict']} (target: 0 growth, 0 wrong bytes)")
+    w("")
+    p4 = S["P4"]
+    w("P4 pinned host bytes held by N graphs: one shared pool vs separate pools (over baseline)")
+    for mode in ("native", "plugin"):
+        for e in p4.get(mode, []):
+            if "error" in e:
+                w(
+                    f"   {mode:<7}{e['workload']:<7} shared={e['shared']!s:<5} ERROR {e['error'][:100]}"
+                )
+                continue
+            w(
+                f"   {mode:<7}{e['workload']:<7} {'shared' if e['shared'] else 'separate':<9} one graph {fmt_bytes(e['one_graph_bytes']):>10}"
+                f"  all graphs {fmt_bytes(e['held_bytes']):>10}  after reset {fmt_bytes(e['after_reset_bytes']):>10}  wrong bytes {e['wrong_bytes']}"
+            )
+    if "verdict_bounce_shared_eq_one_graph" in p4:
+        w(f"   plugin bounce shared == one graph: {p4['verdict_bounce_shared_eq_one_graph']}")
+    w("")
+    p5 = S["P5"]
+    w("P5 decode loop (write pinned inputs, replay, pinned D2H + sync), steps/s median [IQR]")
+    for mode in ("native", "plugin"):
+        s = p5.get(mode + "_steps_per_s")
+        if s:
+            w(
+                f"   {mode:<7} {s['median']:9.1f} [{s['q1']:.1f}-{s['q3']:.1f}]  wrong steps {p5['wrong_steps'][mode]}"
+            )
+    if "ratio_of_medians" in p5:
+        pr = p5["paired_trial_ratio"]
+        w(
+            f"   ratio plugin/native {p5['ratio_of_medians']:.3f} (paired {pr['min']:.3f}..{pr['max']:.3f})  {p5['verdict']} (target >= 0.99)"
+        )
+    w("")
+    h = S["health"]
+    w(
+        f"health: failed runs {len(h['failed_runs'])}, figure errors {len(h['figure_errors'])}, "
+        f"simulator violation lines native {h['violation_lines']['native']} plugin {h['violation_lines']['plugin']}"
+    )
+    for e in h["failed_runs"]:
+        w(f"   FAILED {e['mode']}: {e['why']}\n      {e['stderr'][-600:]}")
+    for e in h["figure_errors"]:
+        w(f"   ERROR {e['mode']} {e['figure']}: {e['tb'].strip().splitlines()[-1][:300]}")
+    return "\n".join(L)
+
+
+def plot(S, meta, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib not installed"
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
+    rows = [r for r in S["P1"] if r["ratio_of_medians"] is not None]
+    labels = [
+        f"{'pin' if r['op'] == 'pin_memory' else 'empty'} {fmt_size(r['size'])}\n{r['threads']}T"
+        for r in rows
+    ]
+    ys = [r["ratio_of_medians"] for r in rows]
+    lo = [
+        r["ratio_of_medians"] - (r["paired_trial_ratio"] or {"min": r["ratio_of_medians"]})["min"]
+        for r in rows
+    ]
+    hi = [
+        (r["paired_trial_ratio"] or {"max": r["ratio_of_medians"]})["max"] - r["ratio_of_medians"]
+        for r in rows
+    ]
+    colors = [
+        "tab:green"
+        if r["verdict"] == "meets"
+        else "tab:olive"
+        if r["verdict"] == "within spread"
+        else "tab:red"
+        for r in rows
+    ]
+    x = range(len(rows))
+    a1.bar(x, ys, yerr=[lo, hi], color=colors, capsize=3)
+    a1.axhline(1.0, color="k", lw=1, ls="--")
+    a1.set_xticks(list(x))
+    a1.set_xticklabels(labels, fontsize=7)
+    a1.set_ylabel("plugin / native time per op (lower is better)")
+    a1.set_title(
+        "P1 eager cached pinned alloc+free\nbars: ratio of medians; whiskers: paired-trial min..max; target <= 1"
+    )
+    if ys:
+        a1.set_ylim(0, max(1.3, max(y + h for y, h in zip(ys, hi)) * 1.1))
+    p3 = S["P3"]
+    for mode, color in (("native", "tab:red"), ("plugin", "tab:blue")):
+        if mode in p3:
+            tr = p3[mode]["trajectory"]
+            b = tr[0]["sim_live"]
+            if b is None:
+                b = tr[0]["stats_allocated_bytes"] or 0
+                ys3 = [(e["stats_allocated_bytes"] or 0) - b for e in tr]
+                lab = f"{mode} (host_memory_stats)"
+            else:
+                ys3 = [e["sim_live"] - b for e in tr]
+                lab = f"{mode} (simulator live pinned bytes)"
+            a2.plot(
+                [e["k"] for e in tr], [y / KiB for y in ys3], marker="o", color=color, label=lab
+            )
+    a2.set_xlabel("K capture + replay + reset cycles (then host_empty_cache)")
+    a2.set_ylabel("pinned host bytes held over baseline (KiB)")
+    a2.set_title("P3 pinned bytes held after K graph cycles (target: flat at 0)")
+    a2.axhline(0, color="k", lw=1, ls="--")
+    a2.legend()
+    fig.suptitle(
+        f"torch_npu_pinpool vs native, pair {meta['pair']} (torch_npu {meta['torch_npu']}), simulated runtime, "
+        f"{meta['machine']['date_utc']}, {meta['machine']['nproc']} CPUs",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--trials", type=int, default=None, help="native/plugin process pairs (default 6, quick 2)"
+    )
+    ap.add_argument(
+        "--reps", type=int, default=None, help="timed repetitions per configuration per process"
+    )
+    ap.add_argument("--quick", action="store_true", help="CI smoke: few sizes, few trials, small K")
+    ap.add_argument("--figures", default=None, help="comma list, e.g. P1,P3")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--pair", default=os.environ.get("PINPOOL_PAIR"))
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--native-only", action="store_true")
+    ap.add_argument(
+        "--set", action="append", default=[], help="override a worker setting: key=json"
+    )
+    a = ap.parse_args()
+
+    cfg = dict(QUICK) if a.quick else {}
+    if a.reps:
+        cfg["reps"] = a.reps
+    if a.figures:
+        cfg["figures"] = a.figures.split(",")
+    for kv in a.set:
+        k, v = kv.split("=", 1)
+        cfg[k] = json.loads(v)
+    trials_n = a.trials or (2 if a.quick else 6)
+    have_plugin = importlib.util.find_spec("torch_npu_pinpool") is not None and not a.native_only
+    modes = ["native", "plugin"] if have_plugin else ["native"]
+    if not have_plugin:
+        print(
+            "WARNING: torch_npu_pinpool is not importable here: running native only",
+            file=sys.stderr,
+        )
+
+    import importlib.metadata as md
+
+    def ver(p):
+        try:
+            return md.version(p)
+        except md.PackageNotFoundError:
+            return None
+
+    meta = {
+        "pair": a.pair or (ver("torch_npu") or "?").rsplit(".", 1)[0],
+        "torch": ver("torch"),
+        "torch_npu": ver("torch_npu"),
+        "plugin": ver("torch_npu_pinpool"),
+        "machine": machine(),
+        "trials": trials_n,
+        "quick": a.quick,
+        "config": cfg,
+        "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
+        "simcann_lib_dir": os.environ.get("SIMCANN_LIB_DIR"),
+    }
+    trials = []
+    t0 = time.perf_counter()
+    for t in range(trials_n):
+        order = modes if t % 2 == 0 else modes[::-1]
+        trial = {}
+        for mode in order:
+            r = run_worker(mode, cfg, a.timeout)
+            trial[mode] = r
+            status = r.get("failed") or f"ok {r['wall_seconds']:.1f}s"
+            print(
+                f"[bench {meta['pair']}] trial {t + 1}/{trials_n} {mode}: {status}",
+                file=sys.stderr,
+                flush=True,
+            )
+        trials.append(trial)
+    meta["total_seconds"] = time.perf_counter() - t0
+    S = aggregate(trials)
+    txt = table(S, meta)
+    print(txt)
+    os.makedirs(a.out, exist_ok=True)
+    stem = os.path.join(a.out, f"bench-{meta['pair']}{'-quick' if a.quick else ''}")
+    with open(stem + ".json", "w") as f:
+        json.dump({"meta": meta, "summary": S, "trials": trials}, f, indent=1)
+    with open(stem + ".txt", "w") as f:
+        f.write(txt + "\n")
+    err = plot(S, meta, stem + ".png")
+    print(
+        f"\nwrote {stem}.json, {stem}.txt"
+        + ("" if err else f", {stem}.png")
+        + (f" ({err})" if err else "")
+    )
+    bad = S["health"]["failed_runs"] or S["health"]["figure_errors"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Helpers imported by the stress snippets (each runs in a fresh interpreter via run_isolated).
+
+Importing this module imports torch, torch_npu and -- unless TORCH_NPU_PINPOOL=0 -- the plugin.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+
+import torch
+import torch_npu  # noqa: F401
+
+PLUGIN = os.environ.get("TORCH_NPU_PINPOOL", "1") != "0"
+if PLUGIN:
+    import torch_npu_pinpool  # noqa: F401  (activates on import)
+
+torch.npu.set_device(0)
+U8 = torch.uint8
+
+
+class Sim:
+    """ctypes view of the simulated runtime's control API (test/simcann/README.md)."""
+
+    def __init__(self):
+        lib_dir = os.environ.get("SIMCANN_LIB_DIR")
+        name = os.path.join(lib_dir, "libascendcl.so") if lib_dir else "libascendcl.so"
+        self.lib = ctypes.CDLL(name)
+        L = self.lib
+        L.simcann_host_bytes_live.restype = ctypes.c_int64
+        L.simcann_violation_count.restype = ctypes.c_int64
+        L.simcann_set_task_delay_us.argtypes = [ctypes.c_int64]
+        L.simcann_set_task_delay_us.restype = None
+        L.simcann_set_fault.argtypes = [ctypes.c_char_p, ctypes.c_int64]
+        L.simcann_set_fault.restype = ctypes.c_int
+
+    def host_bytes_live(self) -> int:
+        return int(self.lib.simcann_host_bytes_live())
+
+    def violations(self) -> int:
+        return int(self.lib.simcann_violation_count())
+
+    def set_task_delay_us(self, us: int) -> None:
+        self.lib.simcann_set_task_delay_us(int(us))
+
+    def set_fault(self, what: str, n: int) -> None:
+        """Fail the n-th attempt of `what` from now (1 = the next one); 0 disarms.
+        what: malloc_host, capture_begin, capture_end, invalidate_capture."""
+        rc = self.lib.simcann_set_fault(what.encode(), int(n))
+        if rc != 0:
+            raise ValueError(f"simcann_set_fault({what!r}) -> {rc}")
+
+
+sim = Sim()
+
+
+def host_empty_cache():
+    fn = getattr(torch_npu.npu, "host_empty_cache", None) or torch.npu.host_empty_cache
+    fn()
+
+
+def host_stats() -> dict:
+    fn = getattr(torch_npu.npu, "host_memory_stats", None) or torch.npu.host_memory_stats
+    return dict(fn())
+
+
+def held() -> dict:
+    """Pinned bytes held after gc + device sync + host_empty_cache."""
+    gc.collect()
+    torch.npu.synchronize()
+    host_empty_cache()
+    st = host_stats()
+    return {
+        "sim_live": sim.host_bytes_live(),
+        "allocated_bytes": st.get("allocated_bytes.current"),
+    }
+
+
+def warm_up():
+    """Lazy init (streams, events, device allocator, capture stream) outside any measurement."""
+    x = torch.ones(16, dtype=U8).pin_memory().to("npu", non_blocking=True)
+    torch.npu.synchronize()
+    del x
+    g = torch.npu.NPUGraph()
+    d = torch.empty(16, dtype=U8, device="npu")
+    h = torch.ones(16, dtype=U8).pin_memory()
+    with torch.npu.graph(g):
+        d.copy_(h, non_blocking=True)
+    g.replay()
+    torch.npu.synchronize()
+    g.reset()
+    del g, d, h
+
+
+def wrong(dev_tensor, value) -> int:
+    """Number of bytes of a device tensor that differ from `value`."""
+    return int((dev_tensor.cpu() != value).sum())

@@ -1,0 +1,475 @@
+// Stream capture into a model (aclmdlRI): begin / end / info / execute / destroy.
+//
+// Sources (hicann/runtime): docs/zh/design/features/aclgraph.md (capture model, modes, statuses,
+// cross-stream capture), src/runtime/feature/aclgraph/context_aclgraph.cc (StreamBeginCapture,
+// StreamEndCapture, CheckCaptureModelValidity, IsCaptureModeSupport, CaptureModeEnter/Exit),
+// src/runtime/feature/aclgraph/capture_model_utils.cc (CheckCaptureStreamThreadIsMatch,
+// CheckCaptureModeSupport), include/external/acl/error_codes/rt_error_codes.h (codes), and the
+// project facts note /work/shared/notes/ascend-facts.md ("CANN runtime semantics").
+//
+// Note [Replay order]: a model is the list of captured tasks in the order they were added, over
+// all streams of the capture. Any cross-stream dependency was added (record) before its consumer
+// (wait), so running the list in order on the replay stream respects every dependency; it only
+// serializes work the hardware could overlap, which does not change results.
+//
+// Note [Replay reads memory at replay time]: a captured task is the same closure as an eager one;
+// it dereferences its pointers when it runs, i.e. at each replay. Its ranges keep the allocation
+// ids seen at capture time, so a replay over memory freed since then is reported.
+#include <cstdio>
+#include <set>
+
+#include "capture.h"
+
+namespace simcann {
+namespace {
+
+struct Models {
+  std::map<Model*, std::shared_ptr<Model>> live;
+  std::vector<std::shared_ptr<Capture>> active;  // active captures (any device)
+  uint32_t next_model_id = 1;
+  uint64_t next_capture_id = 1;
+};
+
+Models& models() {  // guarded by capture_mutex()
+  static Models* m = new Models();
+  return *m;
+}
+
+thread_local aclmdlRICaptureMode t_exchange_mode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
+
+constexpr int kModeMax = 3;
+
+// Ends a capture: every stream leaves it, events it captured report their pre-capture state.
+void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model) {
+  c->active = false;
+  c->model->capturing = false;
+  for (Stream* s : c->streams) {
+    if (s->capture == c) s->capture.reset();
+    s->last_capture_pos = 0;
+    s->last_capture_record_event = 0;
+  }
+  auto& act = models().active;
+  for (auto it = act.begin(); it != act.end(); ++it) {
+    if (*it == c) {
+      act.erase(it);
+      break;
+    }
+  }
+  if (destroy_model) models().live.erase(c->model.get());
+}
+
+// Adds one task to the capture of `s`; Note [Replay order].
+aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges) {
+  const std::shared_ptr<Capture>& c = s->capture;
+  if (c->invalidated) {
+    set_error("simcann: %s on stream %u: its capture is invalidated (rule 507903)", name, s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  Config& cfg = config();
+  int64_t n = ++cfg.n_captured_tasks;
+  if (cfg.invalidate_capture_at.load() > 0 && n == cfg.invalidate_capture_at.load()) {
+    // A capture becomes INVALIDATED when the runtime fails to add a captured task (facts note).
+    c->invalidated = true;
+    set_error("simcann: %s: injected failure to add a captured task "
+              "(SIMCANN_INVALIDATE_CAPTURE_AT=%lld); the capture is invalidated",
+              name, static_cast<long long>(n));
+    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  CapturedTask t;
+  t.name = name;
+  t.fn = std::move(fn);
+  t.ranges = std::move(ranges);
+  t.stream_id = s->id;
+  c->model->tasks.push_back(std::move(t));
+  s->last_capture_pos = ++c->next_pos;
+  s->last_capture_record_event = 0;
+  log("captured %s on stream %u into model %u", name, s->id, c->model->id);
+  return ACL_SUCCESS;
+}
+
+int thread_capture_mode_locked() {
+  int m = kModeMax;
+  for (auto& c : models().active) {
+    if (c->begin_thread == std::this_thread::get_id()) m = std::min(m, static_cast<int>(c->mode));
+  }
+  return m;
+}
+
+int context_capture_mode_locked(int device) {
+  int m = kModeMax;
+  for (auto& c : models().active) {
+    if (c->device == device) m = std::min(m, static_cast<int>(c->mode));
+  }
+  return m;
+}
+
+// CheckCaptureModelValidity (context_aclgraph.cc): every stream pulled into the capture must end
+// with an event record that a capture stream waited on, and some such event must have been waited
+// on by the origin stream. Returns nullptr if joined, else the first unjoined stream.
+Stream* unjoined_stream(const Capture& c) {
+  bool any_side = false;
+  bool origin_waited = false;
+  for (Stream* s : c.streams) {
+    if (s == c.origin) continue;
+    any_side = true;
+    auto* e = reinterpret_cast<Event*>(s->last_capture_record_event);
+    if (e == nullptr || !e->captured_waited) return s;
+    origin_waited = origin_waited || e->captured_waited_by_origin;
+  }
+  return any_side && !origin_waited ? c.streams.back() : nullptr;
+}
+
+}  // namespace
+
+std::mutex& capture_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
+bool any_active_capture_on_device(int device) {
+  for (auto& c : models().active) {
+    if (c->device == device) return true;
+  }
+  return false;
+}
+
+aclError capture_add_task(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges) {
+  return add_captured(s, name, std::move(fn), std::move(ranges));
+}
+
+aclError capture_record_event(Stream* s, Event* e) {
+  aclError err = add_captured(s, "aclrtRecordEvent", [] { return ACL_SUCCESS; }, {});
+  if (err != ACL_SUCCESS) return err;
+  s->last_capture_record_event = reinterpret_cast<uintptr_t>(e);
+  e->captured_by = s->capture;
+  e->captured_on = s;
+  e->captured_waited = false;
+  e->captured_waited_by_origin = false;
+  return ACL_SUCCESS;
+}
+
+// aclrtStreamWaitEvent on a captured event pulls the waiting stream into that capture (facts note:
+// "cross-stream capture"; aclgraph.md, multi-stream capture). A capturing stream waiting on an
+// event recorded outside any capture records a no-op: that work is done before any replay.
+aclError capture_wait_event(Stream* s, Event* e) {
+  std::shared_ptr<Capture> ec = (e->captured_by && e->captured_by->active) ? e->captured_by : nullptr;
+  if (ec) {
+    if (s->capture && s->capture != ec) {
+      set_error("simcann: aclrtStreamWaitEvent: the event was captured by another capture than the "
+                "one stream %u belongs to (rule 107024)",
+                s->id);
+      return ACL_ERROR_RT_CAPTURE_DEPENDENCY;
+    }
+    if (!s->capture) {
+      s->capture = ec;
+      ec->streams.push_back(s);
+      log("stream %u joins the capture of model %u", s->id, ec->model->id);
+    }
+  }
+  aclError err = add_captured(s, "aclrtStreamWaitEvent", [] { return ACL_SUCCESS; }, {});
+  if (err != ACL_SUCCESS) return err;
+  if (ec) {
+    e->captured_waited = true;
+    if (s == ec->origin) e->captured_waited_by_origin = true;
+  }
+  return ACL_SUCCESS;
+}
+
+std::shared_ptr<Model> find_model(aclmdlRI m) {
+  auto& live = models().live;
+  auto it = live.find(static_cast<Model*>(m));
+  return it == live.end() ? nullptr : it->second;
+}
+
+aclError check_sync_mode_impl(const char* api) {
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  int ctx = context_capture_mode_locked(device_or_default());
+  if (ctx == kModeMax) return ACL_SUCCESS;
+  int thr = thread_capture_mode_locked();
+  int ex = t_exchange_mode;
+  bool refuse = false;
+  if (ex == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL) {
+    refuse = ctx == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+  } else if (ex == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL) {
+    refuse = thr == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+  }
+  if (!refuse) return ACL_SUCCESS;
+  set_error("simcann: %s while a capture is active (context capture mode %d, this thread's "
+            "exchange mode %d): rule 107030, only allowed in RELAXED mode",
+            api, ctx, ex);
+  return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+}
+
+}  // namespace simcann
+
+using namespace simcann;
+
+extern "C" {
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
+  SIMCANN_API();
+  if (stream == nullptr) {
+    set_error("simcann: aclmdlRICaptureBegin: null stream (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  if (static_cast<int>(mode) < 0 || static_cast<int>(mode) >= kModeMax) {
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (s->capture) {
+    set_error("simcann: aclmdlRICaptureBegin: stream %u is already capturing (rule 107027)", s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
+  Config& cfg = config();
+  int64_t n = ++cfg.n_capture_begin;
+  if (cfg.fail_capture_begin_at.load() > 0 && n == cfg.fail_capture_begin_at.load()) {
+    set_error("simcann: aclmdlRICaptureBegin: injected failure to create the capture model "
+              "(SIMCANN_FAIL_CAPTURE_BEGIN_AT=%lld)",
+              static_cast<long long>(n));
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  }
+  Models& ms = models();
+  auto c = std::make_shared<Capture>();
+  c->id = ms.next_capture_id++;
+  c->device = s->device;
+  c->mode = mode;
+  c->begin_thread = std::this_thread::get_id();
+  c->origin = s;
+  c->model = std::make_shared<Model>();
+  c->model->id = ms.next_model_id++;
+  c->model->device = s->device;
+  c->streams.push_back(s);
+  ms.live[c->model.get()] = c->model;
+  ms.active.push_back(c);
+  s->capture = c;
+  s->last_capture_pos = 0;
+  s->last_capture_record_event = 0;
+  log("capture begin: stream %u, mode %d, model %u", s->id, static_cast<int>(mode), c->model->id);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream,
+                                                    aclmdlRICaptureStatus* status,
+                                                    aclmdlRI* modelRI) {
+  SIMCANN_API();
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  aclmdlRICaptureStatus st = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+  aclmdlRI m = nullptr;
+  if (s->capture) {
+    st = s->capture->invalidated ? ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED
+                                 : ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+    m = s->capture->model.get();
+  }
+  if (status) *status = st;
+  if (modelRI) *modelRI = m;
+  return ACL_SUCCESS;
+}
+
+// StreamEndCapture (context_aclgraph.cc): order of checks and what each failure leaves behind.
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
+  SIMCANN_API();
+  if (modelRI) *modelRI = nullptr;
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Capture> c = s->capture;
+  if (!c) {
+    set_error("simcann: aclmdlRICaptureEnd: stream %u is not capturing (rule 107029)", s->id);
+    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+  }
+  if (c->origin != s) {
+    set_error("simcann: aclmdlRICaptureEnd: the capture was not begun on stream %u, it joined "
+              "through an event (rule 107036)",
+              s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED;
+  }
+  if (c->begin_thread != std::this_thread::get_id() &&
+      c->mode != ACL_MODEL_RI_CAPTURE_MODE_RELAXED) {
+    // The source exits the capture without destroying the model (ClearCaptureModel(ctx, stm)).
+    set_error("simcann: aclmdlRICaptureEnd from another thread than aclmdlRICaptureBegin in a "
+              "non-RELAXED capture (rule 107038); the stream leaves the capture");
+    finish_capture(c, false);
+    return ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD;
+  }
+  Config& cfg = config();
+  int64_t n = ++cfg.n_capture_end;
+  if (cfg.fail_capture_end_at.load() > 0 && n == cfg.fail_capture_end_at.load()) {
+    c->invalidated = true;
+    set_error("simcann: injected capture invalidation (SIMCANN_FAIL_CAPTURE_END_AT=%lld)",
+              static_cast<long long>(n));
+  }
+  if (c->invalidated) {
+    set_error("simcann: aclmdlRICaptureEnd: the capture was invalidated (rule 507903); the model "
+              "is destroyed");
+    finish_capture(c, true);
+    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  if (Stream* u = unjoined_stream(*c)) {
+    set_error("simcann: aclmdlRICaptureEnd: stream %u joined the capture but was not joined back "
+              "to the origin stream %u (rule 107025); the model is destroyed",
+              u->id, s->id);
+    finish_capture(c, true);
+    return ACL_ERROR_RT_STREAM_UNJOINED;
+  }
+  finish_capture(c, false);
+  if (modelRI) *modelRI = c->model.get();
+  log("capture end: stream %u, model %u, %zu tasks", s->id, c->model->id, c->model->tasks.size());
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode* mode) {
+  SIMCANN_API();
+  if (mode == nullptr) return ACL_ERROR_INVALID_PARAM;
+  aclmdlRICaptureMode old = t_exchange_mode;
+  t_exchange_mode = *mode;
+  *mode = old;
+  return ACL_SUCCESS;
+}
+
+// Replays the model on `stream`: each captured task runs again, in capture order, reading memory
+// as it is now (Note [Replay reads memory at replay time]).
+ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+  SIMCANN_API();
+  Stream* s = to_stream(stream);
+  std::shared_ptr<Model> m;
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    m = find_model(modelRI);
+    if (!m) {
+      set_error("simcann: aclmdlRIExecuteAsync: unknown or destroyed model %p", modelRI);
+      return ACL_ERROR_INVALID_PARAM;
+    }
+    if (m->capturing) {
+      set_error("simcann: aclmdlRIExecuteAsync: model %u is still being captured (rule 107026)",
+                m->id);
+      return ACL_ERROR_RT_MODEL_CAPTURED;
+    }
+    if (s->capture) {
+      set_error("simcann: aclmdlRIExecuteAsync on stream %u, which is capturing (rule 107027)",
+                s->id);
+      return ACL_ERROR_RT_STREAM_CAPTURED;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(m->mu);
+    ++m->running;
+  }
+  QueuedTask t;
+  t.name = "aclmdlRIExecuteAsync";
+  t.delay = false;
+  t.fn = [m, s] {
+    for (const CapturedTask& ct : m->tasks) {
+      int64_t us = config().task_delay_us.load();
+      if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+      run_task_checked(ct.name, ct.fn, ct.ranges, s);
+    }
+    {
+      std::lock_guard<std::mutex> lock(m->mu);
+      --m->running;
+    }
+    m->cv.notify_all();
+    return ACL_SUCCESS;
+  };
+  push_task(s, std::move(t));
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
+  SIMCANN_API();
+  std::shared_ptr<Model> m;
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    m = find_model(modelRI);
+    if (!m) {
+      set_error("simcann: aclmdlRIDestroy: unknown or destroyed model %p", modelRI);
+      return ACL_ERROR_INVALID_PARAM;
+    }
+    if (m->capturing) {
+      set_error("simcann: aclmdlRIDestroy: model %u is being captured (rule 107026)", m->id);
+      return ACL_ERROR_RT_MODEL_CAPTURED;
+    }
+    models().live.erase(m.get());
+  }
+  // Destroying a running model waits for its replays (facts note).
+  std::unique_lock<std::mutex> lock(m->mu);
+  m->cv.wait(lock, [&m] { return m->running == 0; });
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t* modelRIId) {
+  SIMCANN_API();
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Model> m = find_model(modelRI);
+  if (!m || modelRIId == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *modelRIId = m->id;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(aclmdlRI modelRI) {
+  SIMCANN_API();
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Model> m = find_model(modelRI);
+  if (!m) return ACL_ERROR_INVALID_PARAM;
+  std::printf("simcann model %u: %zu tasks\n", m->id, m->tasks.size());
+  for (size_t i = 0; i < m->tasks.size(); ++i) {
+    std::printf("  [%zu] stream %u %s\n", i, m->tasks[i].stream_id, m->tasks[i].name);
+  }
+  std::fflush(stdout);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char* path,
+                                                    uint32_t) {
+  SIMCANN_API();
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Model> m = find_model(modelRI);
+  if (!m || path == nullptr) return ACL_ERROR_INVALID_PARAM;
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::fprintf(f, "{\"model\": %u, \"tasks\": [", m->id);
+  for (size_t i = 0; i < m->tasks.size(); ++i) {
+    std::fprintf(f, "%s{\"stream\": %u, \"name\": \"%s\"}", i ? ", " : "", m->tasks[i].stream_id,
+                 m->tasks[i].name);
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
+  return ACL_SUCCESS;
+}
+
+// Task groups: accepted as markers on a capturing stream; updating captured tasks
+// (TaskUpdateBegin/End) is not modelled and fails loudly.
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
+  SIMCANN_API();
+  if (capture_status(stream) == ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
+    set_error("simcann: aclmdlRICaptureTaskGrpBegin on a stream that is not capturing");
+    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+  }
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp* handle) {
+  SIMCANN_API();
+  if (capture_status(stream) == ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on a stream that is not capturing");
+    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+  }
+  static char token;
+  if (handle) *handle = &token;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream, aclrtTaskGrp) {
+  SIMCANN_API();
+  set_error("simcann: aclmdlRICaptureTaskUpdateBegin (updating captured tasks) is not modelled");
+  return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+}
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream) {
+  SIMCANN_API();
+  set_error("simcann: aclmdlRICaptureTaskUpdateEnd (updating captured tasks) is not modelled");
+  return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+}
+
+}  // extern "C"

@@ -1,0 +1,178 @@
+// Devices, contexts, init and device information.
+//
+// Sources (hicann/runtime): docs/zh/api_ref/02_initialization_and_deinitialization.md,
+// 04_device_management.md (aclrtSetDevice binds the calling thread to a device; aclrtGetDevice
+// without one fails with ACL_ERROR_RT_CONTEXT_NULL), 05_context_management.md (one default
+// context per device; aclrtSetCurrentContext binds the thread to the context's device),
+// docs/zh/api_ref/24_other_APIs.md (aclrtGetSocName). SoC names: facts note (A2 Ascend910B1..B4,
+// A3 Ascend910_93xx).
+#include <cstdio>
+#include <cstring>
+
+#include "acl/acl_op_compiler.h"
+#include "state.h"
+
+namespace simcann {
+namespace {
+
+thread_local int t_device = -1;
+
+struct Context {
+  int device;
+};
+
+Context* default_context(int device) {
+  static Context* ctxs = [] {
+    auto* c = new Context[64];
+    for (int i = 0; i < 64; ++i) c[i].device = i;
+    return c;
+  }();
+  return &ctxs[device < 0 || device >= 64 ? 0 : device];
+}
+
+bool valid_device(int32_t d) { return d >= 0 && d < config().device_count && d < 64; }
+
+}  // namespace
+
+int current_device() { return t_device; }
+int device_or_default() { return t_device < 0 ? 0 : t_device; }
+
+}  // namespace simcann
+
+using namespace simcann;
+
+extern "C" {
+
+ACL_FUNC_VISIBILITY aclError aclInit(const char*) {
+  SIMCANN_API();
+  config();
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclFinalize() {
+  SIMCANN_API();
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t* count) {
+  SIMCANN_API();
+  if (count == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *count = static_cast<uint32_t>(config().device_count);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
+  SIMCANN_API();
+  if (!valid_device(deviceId)) {
+    set_error("simcann: aclrtSetDevice(%d): invalid device id (SIMCANN_DEVICE_COUNT=%d)", deviceId,
+              config().device_count);
+    return ACL_ERROR_RT_INVALID_DEVICEID;
+  }
+  t_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t* deviceId) {
+  SIMCANN_API();
+  if (deviceId == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (t_device < 0) return ACL_ERROR_RT_CONTEXT_NULL;
+  *deviceId = t_device;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
+  SIMCANN_API();
+  if (!valid_device(deviceId)) return ACL_ERROR_RT_INVALID_DEVICEID;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtResetDeviceForce(int32_t deviceId) {
+  SIMCANN_API();
+  return aclrtResetDevice(deviceId);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
+  SIMCANN_API();
+  if (context == nullptr || !valid_device(deviceId)) return ACL_ERROR_INVALID_PARAM;
+  *context = default_context(deviceId);
+  t_device = deviceId;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext) {
+  SIMCANN_API();
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext* context) {
+  SIMCANN_API();
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (t_device < 0) return ACL_ERROR_RT_CONTEXT_NULL;
+  *context = default_context(t_device);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context) {
+  SIMCANN_API();
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  t_device = static_cast<Context*>(context)->device;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode* runMode) {
+  SIMCANN_API();
+  if (runMode) *runMode = ACL_HOST;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY const char* aclrtGetSocName() {
+  SIMCANN_API();
+  return config().soc.c_str();
+}
+
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo, int64_t* value) {
+  SIMCANN_API();
+  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) return ACL_ERROR_INVALID_PARAM;
+  *value = 0;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr, int64_t* value) {
+  SIMCANN_API();
+  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) return ACL_ERROR_INVALID_PARAM;
+  *value = 0;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceUtilizationRate(int32_t deviceId,
+                                                           aclrtUtilizationInfo* info) {
+  SIMCANN_API();
+  if (info == nullptr || !valid_device(deviceId)) return ACL_ERROR_INVALID_PARAM;
+  info->cubeUtilization = 0;
+  info->vectorUtilization = 0;
+  info->aicpuUtilization = 0;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(int32_t* canAccessPeer, int32_t deviceId,
+                                                      int32_t peerDeviceId) {
+  SIMCANN_API();
+  if (canAccessPeer == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *canAccessPeer = valid_device(deviceId) && valid_device(peerDeviceId) && deviceId != peerDeviceId;
+  return ACL_SUCCESS;
+}
+
+// torch_npu reads ACL_OP_JIT_COMPILE at init (LazyInitAclops.cpp) and refuses a zero size.
+ACL_FUNC_VISIBILITY size_t aclGetCompileoptSize(aclCompileOpt) {
+  SIMCANN_API();
+  return 16;
+}
+
+ACL_FUNC_VISIBILITY aclError aclGetCompileopt(aclCompileOpt, char* value, size_t length) {
+  SIMCANN_API();
+  if (value == nullptr || length == 0) return ACL_ERROR_INVALID_PARAM;
+  std::snprintf(value, length, "%s", "disable");
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,461 @@
+// Device memory, pinned/registered host memory, the allocation registry, memcpy and memset.
+//
+// Device memory lives on the host heap (the simulated device shares the address space), so ops
+// dereference device pointers directly. Every allocation is registered with a process-unique id so
+// that a task can tell "the memory I was given is gone" (freed) from "it is still the same
+// allocation" -- see Note [Range checks] in state.h.
+#include <cstdlib>
+#include <cstring>
+
+#include "state.h"
+
+namespace simcann {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<uintptr_t, Allocation> live;  // by base address
+  uint64_t next_id = 1;
+  int64_t device_bytes = 0;
+  int64_t host_bytes = 0;  // pinned (aclrtMallocHost*) only; registered memory is the user's
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // leaked: see config()
+  return *r;
+}
+
+bool find_locked(Registry& reg, uintptr_t p, size_t n, Allocation* out) {
+  auto it = reg.live.upper_bound(p);
+  if (it == reg.live.begin()) return false;
+  --it;
+  const Allocation& a = it->second;
+  if (p < a.base || p + (n == 0 ? 1 : n) > a.base + a.size) return false;
+  if (out) *out = a;
+  return true;
+}
+
+void* add(size_t size, MemKind kind, size_t align) {
+  size_t rounded = ((size == 0 ? 1 : size) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (p == nullptr) return nullptr;
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  Allocation a;
+  a.base = reinterpret_cast<uintptr_t>(p);
+  a.size = size == 0 ? 1 : size;
+  a.kind = kind;
+  a.id = reg.next_id++;
+  a.device = device_or_default();
+  reg.live[a.base] = a;
+  (kind == MemKind::kDevice ? reg.device_bytes : reg.host_bytes) += static_cast<int64_t>(a.size);
+  return p;
+}
+
+// Removes the allocation based at p (of one of `kinds`); false if there is none.
+bool remove(void* p, MemKind kind, bool release) {
+  Registry& reg = registry();
+  {
+    // Exclusive gate: no task is between its range check and its end (Note [Range checks]).
+    std::unique_lock<std::shared_mutex> gate(free_gate());
+    std::lock_guard<std::mutex> lock(reg.mu);
+    auto it = reg.live.find(reinterpret_cast<uintptr_t>(p));
+    if (it == reg.live.end() || it->second.kind != kind) return false;
+    if (kind == MemKind::kDevice) reg.device_bytes -= static_cast<int64_t>(it->second.size);
+    if (kind == MemKind::kPinned) reg.host_bytes -= static_cast<int64_t>(it->second.size);
+    reg.live.erase(it);
+  }
+  if (release) std::free(p);
+  return true;
+}
+
+constexpr size_t kDeviceAlign = 512;
+constexpr size_t kHostAlign = 64;
+
+uint64_t device_total_bytes() {
+  // Ascend910B2 / 910_93xx: 64 GiB HBM per device (die).
+  return 64ULL << 30;
+}
+
+aclError device_malloc(void** devPtr, size_t size, const char* api) {
+  if (devPtr == nullptr || size == 0) {
+    set_error("simcann: %s: null output pointer or zero size", api);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  if (static_cast<uint64_t>(registry().device_bytes) + size > device_total_bytes()) {
+    set_error("simcann: %s: out of device memory (%zu bytes requested)", api, size);
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  }
+  *devPtr = add(size, MemKind::kDevice, kDeviceAlign);
+  if (*devPtr == nullptr) {
+    set_error("simcann: %s: host heap exhausted", api);
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  }
+  log("%s(%zu) -> %p", api, size, *devPtr);
+  return ACL_SUCCESS;
+}
+
+aclError host_malloc(void** hostPtr, size_t size, const char* api) {
+  if (hostPtr == nullptr || size == 0) {
+    set_error("simcann: %s: null output pointer or zero size", api);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Config& c = config();
+  int64_t n = ++c.n_malloc_host;
+  if (c.fail_malloc_host_at.load() > 0 && n == c.fail_malloc_host_at.load()) {
+    set_error("simcann: %s: injected failure (SIMCANN_FAIL_MALLOC_HOST_AT=%lld)", api,
+              static_cast<long long>(n));
+    *hostPtr = nullptr;
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  }
+  *hostPtr = add(size, MemKind::kPinned, kHostAlign);
+  if (*hostPtr == nullptr) {
+    set_error("simcann: %s: host heap exhausted", api);
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  }
+  log("%s(%zu) -> %p", api, size, *hostPtr);
+  return ACL_SUCCESS;
+}
+
+bool host_side(const void* p, size_t n) { return !is_device_ptr(p, n); }
+
+// Fills the implied directions of `kind` (DEFAULT: from the registry).
+void directions(aclrtMemcpyKind kind, const void* dst, const void* src, size_t n, bool* dst_host,
+                bool* src_host) {
+  switch (kind) {
+    case ACL_MEMCPY_HOST_TO_HOST: *dst_host = *src_host = true; break;
+    case ACL_MEMCPY_HOST_TO_DEVICE: *dst_host = false; *src_host = true; break;
+    case ACL_MEMCPY_DEVICE_TO_HOST: *dst_host = true; *src_host = false; break;
+    case ACL_MEMCPY_DEVICE_TO_DEVICE: *dst_host = *src_host = false; break;
+    default:
+      *dst_host = host_side(dst, n);
+      *src_host = host_side(src, n);
+  }
+}
+
+// The sync-API capture rule. Source: hicann/runtime src/runtime/feature/aclgraph/
+// context_aclgraph.cc (Context::IsCaptureModeSupport) and api_impl.cc (MemCopySync, MemSetSync
+// call CHECK_CAPTURE_MODE_SUPPORT_AND_RETURN): with the thread's exchange mode RELAXED the call
+// is allowed; with GLOBAL it is refused while a GLOBAL capture is active in the context or this
+// thread began a THREAD_LOCAL one; with THREAD_LOCAL it is refused while this thread began a
+// GLOBAL or THREAD_LOCAL capture.
+aclError check_sync_mode(const char* api);
+
+aclError check_copy_args(void* dst, size_t destMax, const void* src, size_t count, const char* api) {
+  if ((dst == nullptr || src == nullptr) && count > 0) {
+    set_error("simcann: %s: null pointer", api);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  if (count > destMax) {
+    set_error("simcann: %s: count %zu > destMax %zu", api, count, destMax);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace
+
+std::shared_mutex& free_gate() {
+  static std::shared_mutex* g = new std::shared_mutex();
+  return *g;
+}
+
+bool find_allocation(const void* p, size_t n, Allocation* out) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  return find_locked(reg, reinterpret_cast<uintptr_t>(p), n, out);
+}
+
+bool is_device_ptr(const void* p, size_t n) {
+  Allocation a;
+  return find_allocation(p, n, &a) && a.kind == MemKind::kDevice;
+}
+
+bool is_pinned_host_ptr(const void* p, size_t n) {
+  Allocation a;
+  return find_allocation(p, n, &a) && a.kind != MemKind::kDevice;
+}
+
+CheckedRange resolve_range(const MemRange& r) {
+  CheckedRange c;
+  c.range = r;
+  Allocation a;
+  if (r.size > 0 && find_allocation(r.ptr, r.size, &a)) c.alloc_id = a.id;
+  return c;
+}
+
+bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges) {
+  bool ok = true;
+  for (const CheckedRange& c : ranges) {
+    if (c.alloc_id == 0) continue;  // pageable host memory: nothing to check against
+    Allocation a;
+    bool live = find_allocation(c.range.ptr, c.range.size, &a);
+    if (live && a.id == c.alloc_id) continue;
+    violation("%s %s %s memory [%p, +%zu) that was freed since the task was %s%s", what,
+              c.range.write ? "writes" : "reads", c.range.host ? "host" : "device", c.range.ptr,
+              c.range.size, "enqueued/captured",
+              live ? " (the address now belongs to another allocation; the task runs on it)"
+                   : " (the task is not run)");
+    if (!live) ok = false;
+  }
+  return ok;
+}
+
+int64_t host_bytes_live() { return registry().host_bytes; }
+int64_t device_bytes_live() { return registry().device_bytes; }
+
+// Note [Sync copies]: aclrtMemcpy / aclrtMemset run on the calling thread right away. They are
+// not ordered after queued stream work (torch_npu synchronizes the stream first itself).
+aclError sync_copy(void* dst, const void* src, size_t n, bool dst_host, bool src_host,
+                   const char* api) {
+  std::vector<CheckedRange> ranges{resolve_range({src, n, false, src_host}),
+                                   resolve_range({dst, n, true, dst_host})};
+  std::shared_lock<std::shared_mutex> gate(free_gate());
+  if (!check_ranges(api, ranges)) return ACL_ERROR_INVALID_PARAM;
+  if (n) std::memmove(dst, src, n);
+  return ACL_SUCCESS;
+}
+
+aclError check_sync_mode_impl(const char* api);  // capture.cpp
+
+namespace {
+aclError check_sync_mode(const char* api) { return check_sync_mode_impl(api); }
+}  // namespace
+
+}  // namespace simcann
+
+using namespace simcann;
+
+extern "C" {
+
+// Source: hicann/runtime docs/zh/api_ref/11-01_device_memory_malloc_and_free.md.
+ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy) {
+  SIMCANN_API();
+  return device_malloc(devPtr, size, "aclrtMalloc");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(void** devPtr, size_t size,
+                                                aclrtMemMallocPolicy) {
+  SIMCANN_API();
+  return device_malloc(devPtr, size, "aclrtMallocAlign32");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMallocCached(void** devPtr, size_t size,
+                                               aclrtMemMallocPolicy) {
+  SIMCANN_API();
+  return device_malloc(devPtr, size, "aclrtMallocCached");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMallocWithCfg(void** devPtr, size_t size,
+                                                aclrtMemMallocPolicy, aclrtMallocConfig*) {
+  SIMCANN_API();
+  return device_malloc(devPtr, size, "aclrtMallocWithCfg");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr) {
+  SIMCANN_API();
+  if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (!remove(devPtr, MemKind::kDevice, true)) {
+    set_error("simcann: aclrtFree(%p): not the base of a live device allocation", devPtr);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  return ACL_SUCCESS;
+}
+
+// Source: hicann/runtime docs/zh/api_ref/11-02_host_memory_management.md. No capture
+// restriction (facts note; context_aclgraph.cc has no capture check on host allocation).
+ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size) {
+  SIMCANN_API();
+  return host_malloc(hostPtr, size, "aclrtMallocHost");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(void** ptr, uint64_t size,
+                                                    aclrtMallocConfig*) {
+  SIMCANN_API();
+  return host_malloc(ptr, static_cast<size_t>(size), "aclrtMallocHostWithCfg");
+}
+
+// Same doc: "aclrtFreeHost frees the memory immediately; it does not synchronize the device or
+// any stream and does not wait for tasks using the memory". Queued/captured tasks that still use
+// it are caught by the range check (reported as violations).
+ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr) {
+  SIMCANN_API();
+  if (hostPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (!remove(hostPtr, MemKind::kPinned, true)) {
+    set_error("simcann: aclrtFreeHost(%p): not the base of a live pinned allocation", hostPtr);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  return ACL_SUCCESS;
+}
+
+// Same doc: aclrtFreeHostWithDevSync synchronizes the device, then frees.
+ACL_FUNC_VISIBILITY aclError aclrtFreeHostWithDevSync(void* hostPtr) {
+  SIMCANN_API();
+  aclError e = sync_device(device_or_default(), -1);
+  if (e != ACL_SUCCESS) return e;
+  return aclrtFreeHost(hostPtr);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void* ptr, uint64_t size, aclrtHostRegisterType,
+                                               void** devPtr) {
+  SIMCANN_API();
+  if (ptr == nullptr || size == 0) return ACL_ERROR_INVALID_PARAM;
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  if (find_locked(reg, reinterpret_cast<uintptr_t>(ptr), 1, nullptr)) {
+    set_error("simcann: aclrtHostRegister(%p): already registered or allocated", ptr);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Allocation a;
+  a.base = reinterpret_cast<uintptr_t>(ptr);
+  a.size = size;
+  a.kind = MemKind::kRegistered;
+  a.id = reg.next_id++;
+  a.device = device_or_default();
+  reg.live[a.base] = a;
+  if (devPtr) *devPtr = ptr;  // one address space: the device address is the host address
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void* ptr, uint64_t size, uint32_t) {
+  SIMCANN_API();
+  void* dev = nullptr;
+  return aclrtHostRegister(ptr, size, ACL_HOST_REGISTER_MAPPED, &dev);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void* ptr) {
+  SIMCANN_API();
+  if (!remove(ptr, MemKind::kRegistered, false)) {
+    set_error("simcann: aclrtHostUnregister(%p): not registered", ptr);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  return ACL_SUCCESS;
+}
+
+// Source: hicann/runtime docs/zh/api_ref/11-05_unified_addressing.md (aclrtPointerGetAttributes:
+// HOST for memory from aclrtMallocHost / registered, DEVICE for device memory, UNREGISTERED for
+// other host memory). Interior pointers answer like their allocation.
+ACL_FUNC_VISIBILITY aclError aclrtPointerGetAttributes(const void* ptr,
+                                                       aclrtPtrAttributes* attributes) {
+  SIMCANN_API();
+  if (ptr == nullptr || attributes == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::memset(attributes, 0, sizeof(*attributes));
+  Allocation a;
+  attributes->pageSize = 4096;
+  if (!find_allocation(ptr, 1, &a)) {
+    attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
+    return ACL_SUCCESS;
+  }
+  attributes->location.type =
+      a.kind == MemKind::kDevice ? ACL_MEM_LOCATION_TYPE_DEVICE : ACL_MEM_LOCATION_TYPE_HOST;
+  attributes->location.id = static_cast<uint32_t>(a.device);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr, size_t* free, size_t* total) {
+  SIMCANN_API();
+  uint64_t t = device_total_bytes();
+  uint64_t used = static_cast<uint64_t>(device_bytes_live());
+  if (total) *total = t;
+  if (free) *free = used > t ? 0 : t - used;
+  return ACL_SUCCESS;
+}
+
+// Source: hicann/runtime docs/zh/api_ref/11-03_memory_copy_and_set.md (aclrtMemcpy is
+// synchronous) + the capture-mode rule above.
+ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
+                                         aclrtMemcpyKind kind) {
+  SIMCANN_API();
+  aclError e = check_copy_args(dst, destMax, src, count, "aclrtMemcpy");
+  if (e == ACL_SUCCESS) e = check_sync_mode("aclrtMemcpy");
+  if (e != ACL_SUCCESS) return e;
+  bool dh = true, sh = true;
+  directions(kind, dst, src, count, &dh, &sh);
+  return sync_copy(dst, src, count, dh, sh, "aclrtMemcpy");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value,
+                                         size_t count) {
+  SIMCANN_API();
+  if (devPtr == nullptr || count > maxCount) {
+    set_error("simcann: aclrtMemset: null pointer or count > maxCount");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  aclError e = check_sync_mode("aclrtMemset");
+  if (e != ACL_SUCCESS) return e;
+  std::vector<CheckedRange> ranges{resolve_range({devPtr, count, true, host_side(devPtr, count)})};
+  std::shared_lock<std::shared_mutex> gate(free_gate());
+  if (!check_ranges("aclrtMemset", ranges)) return ACL_ERROR_INVALID_PARAM;
+  std::memset(devPtr, value, count);
+  return ACL_SUCCESS;
+}
+
+// Asynchronous copy: runs on the stream's worker (or is captured). Pageable host memory on a
+// capturing stream is refused with ACL_ERROR_RT_PARAM_INVALID (107000) -- facts note, "CANN
+// runtime semantics"; the capture stays active.
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src,
+                                              size_t count, aclrtMemcpyKind kind,
+                                              aclrtStream stream) {
+  SIMCANN_API();
+  aclError e = check_copy_args(dst, destMax, src, count, "aclrtMemcpyAsync");
+  if (e != ACL_SUCCESS) return e;
+  bool dh = true, sh = true;
+  directions(kind, dst, src, count, &dh, &sh);
+  if (capture_status(stream) != ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
+    if ((sh && !is_pinned_host_ptr(src, count)) || (dh && !is_pinned_host_ptr(dst, count))) {
+      set_error(
+          "simcann: aclrtMemcpyAsync on a capturing stream with pageable (unregistered) host "
+          "memory (src %p, dst %p, %zu bytes): rule 107000",
+          src, dst, count);
+      return ACL_ERROR_RT_PARAM_INVALID;
+    }
+  }
+  std::vector<MemRange> ranges{{src, count, false, sh}, {dst, count, true, dh}};
+  return enqueue(
+      stream, "aclrtMemcpyAsync",
+      [dst, src, count] {
+        if (count) std::memmove(dst, src, count);
+        return ACL_SUCCESS;
+      },
+      std::move(ranges));
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value,
+                                              size_t count, aclrtStream stream) {
+  SIMCANN_API();
+  if (devPtr == nullptr || count > maxCount) {
+    set_error("simcann: aclrtMemsetAsync: null pointer or count > maxCount");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  bool host = host_side(devPtr, count);
+  if (host && capture_status(stream) != ACL_MODEL_RI_CAPTURE_STATUS_NONE &&
+      !is_pinned_host_ptr(devPtr, count)) {
+    set_error("simcann: aclrtMemsetAsync on a capturing stream with pageable host memory");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  return enqueue(
+      stream, "aclrtMemsetAsync",
+      [devPtr, value, count] {
+        std::memset(devPtr, value, count);
+        return ACL_SUCCESS;
+      },
+      {MemRange{devPtr, count, true, host}});
+}
+
+int64_t simcann_host_bytes_live() { return host_bytes_live(); }
+int64_t simcann_device_bytes_live() { return device_bytes_live(); }
+
+}  // extern "C"
+
+namespace simcann {
+// At exit: one line about memory still allocated (SIMCANN_REPORT_LEAKS=1 or SIMCANN_TRACE=1).
+struct LeakReporter {
+  ~LeakReporter() {
+    if (!config().report_leaks && !config().trace) return;
+    std::fprintf(stderr, "simcann: at exit: %lld bytes pinned host, %lld bytes device still allocated\n",
+                 static_cast<long long>(host_bytes_live()),
+                 static_cast<long long>(device_bytes_live()));
+  }
+};
+static LeakReporter g_leak_reporter;
+}  // namespace simcann

@@ -1,0 +1,168 @@
+// Private state of the simcann runtime core (not for src/ops: use internal.h).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "internal.h"
+
+namespace simcann {
+
+// ---- configuration (environment, read once) ----
+struct Config {
+  int device_count = 1;
+  std::string soc = "Ascend910B2";
+  bool trace = false;
+  bool strict = false;
+  bool report_leaks = false;
+  std::atomic<int64_t> task_delay_us{0};
+  // Fault injection: the Nth event fails (1-based); 0 = never. Counters count every attempt.
+  std::atomic<int64_t> fail_malloc_host_at{0};
+  std::atomic<int64_t> fail_capture_begin_at{0};
+  std::atomic<int64_t> fail_capture_end_at{0};
+  std::atomic<int64_t> invalidate_capture_at{0};
+  std::atomic<int64_t> n_malloc_host{0};
+  std::atomic<int64_t> n_capture_begin{0};
+  std::atomic<int64_t> n_capture_end{0};
+  std::atomic<int64_t> n_captured_tasks{0};
+};
+Config& config();
+void init_once();
+
+// Reports a checked hazard (see internal.h). Aborts under SIMCANN_STRICT=1.
+void violation(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+int64_t violation_count();
+
+// ---- memory registry ----
+enum class MemKind { kDevice, kPinned, kRegistered };
+
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;
+  MemKind kind = MemKind::kDevice;
+  uint64_t id = 0;  // unique over the process lifetime, never reused
+  int device = 0;
+};
+
+// A MemRange resolved against the registry when the task was enqueued (or captured).
+struct CheckedRange {
+  MemRange range;
+  uint64_t alloc_id = 0;  // 0: not inside any registered allocation (pageable host memory)
+};
+
+// Looks up the live allocation that contains [p, p+n). Returns false if none.
+bool find_allocation(const void* p, size_t n, Allocation* out);
+CheckedRange resolve_range(const MemRange& r);
+// Note [Range checks]: a task's memory is checked right before the task runs; the caller holds
+// free_gate() shared while the check and the task run, and frees take it exclusively, so memory
+// cannot disappear while a task is touching it.
+std::shared_mutex& free_gate();
+// Returns false (and reports a violation) if some range's memory is gone: the task must not run.
+bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
+
+// ---- devices / threads ----
+int current_device();  // the calling thread's device, or -1 if none was set
+int device_or_default();
+
+// ---- streams, events, capture ----
+struct Capture;
+struct Model;
+
+struct QueuedTask {
+  const char* name = "";
+  Task fn;
+  std::vector<CheckedRange> ranges;
+  uint64_t seq = 0;
+  bool delay = true;  // apply the per-task delay
+};
+
+struct Stream {
+  int device = 0;
+  uint32_t id = 0;
+  bool is_default = false;
+  // queue (mu)
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<QueuedTask> queue;
+  uint64_t submitted = 0;
+  uint64_t completed = 0;
+  bool stop = false;
+  aclError sticky_error = ACL_SUCCESS;
+  std::string sticky_msg;
+  std::thread worker;
+  // capture (guarded by capture_mutex())
+  std::shared_ptr<Capture> capture;
+  uint64_t last_capture_pos = 0;  // position of this stream's last captured task
+  uint64_t last_capture_record_event = 0;  // event id if that last task is an event record
+};
+
+struct Event {
+  uint64_t id = 0;
+  uint32_t flags = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0;   // generation of the last (eager) record
+  uint64_t completed = 0;  // highest generation the device has reached
+  double complete_time_ms = 0.0;
+  // capture (guarded by capture_mutex())
+  std::shared_ptr<Capture> captured_by;  // capture that recorded it last (while active)
+  Stream* captured_on = nullptr;
+  bool captured_waited = false;         // some capture stream waited on the captured record
+  bool captured_waited_by_origin = false;
+};
+
+struct CapturedTask {
+  const char* name = "";
+  Task fn;
+  std::vector<CheckedRange> ranges;
+  uint32_t stream_id = 0;
+};
+
+struct Model {
+  uint32_t id = 0;
+  int device = 0;
+  std::vector<CapturedTask> tasks;
+  bool capturing = true;  // guarded by capture_mutex()
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;  // replays enqueued and not finished
+};
+
+struct Capture {
+  uint64_t id = 0;
+  int device = 0;
+  aclmdlRICaptureMode mode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
+  std::thread::id begin_thread;
+  Stream* origin = nullptr;
+  std::shared_ptr<Model> model;
+  bool invalidated = false;
+  bool active = true;
+  uint64_t next_pos = 0;
+  std::vector<Stream*> streams;  // origin first, then streams pulled in by event waits
+};
+
+std::mutex& capture_mutex();
+Stream* to_stream(aclrtStream s);  // nullptr -> the current device's default stream
+Event* to_event(aclrtEvent e);
+bool any_active_capture_on_device(int device);  // caller holds capture_mutex()
+aclError sync_stream(Stream* s, int32_t timeout_ms);
+aclError sync_device(int device, int32_t timeout_ms);
+// Registers a model replay and returns the model (nullptr if unknown / destroyed).
+std::shared_ptr<Model> find_model(aclmdlRI m);
+void run_task_checked(const char* name, const Task& fn, const std::vector<CheckedRange>& ranges,
+                      Stream* s);
+double now_ms();
+
+// The API-entry trace (SIMCANN_TRACE=1): name + thread.
+#define SIMCANN_API() ::simcann::log("%s", __func__)
+
+}  // namespace simcann

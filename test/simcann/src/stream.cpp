@@ -1,0 +1,574 @@
+// Streams (one worker thread each, in-order, asynchronous), enqueue, synchronization and events.
+//
+// Sources: hicann/runtime docs/zh/api_ref/06_stream_management.md (streams execute tasks in
+// order, asynchronously to the host; aclrtSynchronizeStream blocks until they are done),
+// docs/zh/api_ref/07_event_management.md (an event completes when its stream reaches the record;
+// aclrtStreamWaitEvent makes later work of a stream wait for it).
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "capture.h"
+#include "state.h"
+
+namespace simcann {
+namespace {
+
+struct Streams {
+  std::mutex mu;
+  std::set<Stream*> live;
+  std::map<int, Stream*> defaults;  // device -> default stream
+  uint32_t next_id = 1;
+};
+
+Streams& streams() {
+  static Streams* s = new Streams();  // leaked: see config()
+  return *s;
+}
+
+std::atomic<uint64_t> g_next_event_id{1};
+
+void delay_task() {
+  int64_t us = config().task_delay_us.load();
+  if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+}
+
+void worker_loop(Stream* s) {
+  for (;;) {
+    QueuedTask t;
+    {
+      std::unique_lock<std::mutex> lock(s->mu);
+      s->cv.wait(lock, [s] { return !s->queue.empty() || s->stop; });
+      if (s->queue.empty()) return;  // stop requested and drained
+      t = std::move(s->queue.front());
+      s->queue.pop_front();
+    }
+    if (t.delay) delay_task();
+    run_task_checked(t.name, t.fn, t.ranges, s);
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->completed = t.seq;
+    }
+    s->cv.notify_all();
+  }
+}
+
+Stream* new_stream(int device, bool is_default) {
+  auto* s = new Stream();
+  s->device = device;
+  s->is_default = is_default;
+  {
+    Streams& all = streams();
+    std::lock_guard<std::mutex> lock(all.mu);
+    s->id = all.next_id++;
+    all.live.insert(s);
+  }
+  s->worker = std::thread(worker_loop, s);
+  return s;
+}
+
+// Waits until `s` has run everything submitted before the call. timeout_ms < 0: forever.
+bool wait_idle(Stream* s, int32_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  uint64_t target = s->submitted;
+  auto done = [s, target] { return s->completed >= target; };
+  if (timeout_ms < 0) {
+    s->cv.wait(lock, done);
+    return true;
+  }
+  return s->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+}
+
+aclError take_sticky(Stream* s) {
+  std::lock_guard<std::mutex> lock(s->mu);
+  aclError e = s->sticky_error;
+  if (e != ACL_SUCCESS) {
+    set_error("%s", s->sticky_msg.c_str());
+    s->sticky_error = ACL_SUCCESS;
+  }
+  return e;
+}
+
+}  // namespace
+
+void push_task(Stream* s, QueuedTask t) {
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    t.seq = ++s->submitted;
+    s->queue.push_back(std::move(t));
+  }
+  s->cv.notify_all();
+}
+
+void run_task_checked(const char* name, const Task& fn, const std::vector<CheckedRange>& ranges,
+                      Stream* s) {
+  log("run %s on stream %u", name, s ? s->id : 0);
+  aclError e = ACL_SUCCESS;
+  if (ranges.empty()) {
+    e = fn();
+  } else {
+    std::shared_lock<std::shared_mutex> gate(free_gate());
+    if (!check_ranges(name, ranges)) return;
+    e = fn();
+  }
+  if (e != ACL_SUCCESS && s != nullptr) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->sticky_error == ACL_SUCCESS) {
+      s->sticky_error = e;
+      s->sticky_msg = std::string("simcann: asynchronous task ") + name + " failed with " +
+                      std::to_string(e);
+    }
+  }
+}
+
+Stream* to_stream(aclrtStream handle) {
+  if (handle != nullptr) return static_cast<Stream*>(handle);
+  int dev = device_or_default();
+  Streams& all = streams();
+  {
+    std::lock_guard<std::mutex> lock(all.mu);
+    auto it = all.defaults.find(dev);
+    if (it != all.defaults.end()) return it->second;
+  }
+  Stream* s = new_stream(dev, true);
+  std::lock_guard<std::mutex> lock(all.mu);
+  auto it = all.defaults.find(dev);
+  if (it != all.defaults.end()) return it->second;  // lost a race: keep the first (s leaks)
+  all.defaults[dev] = s;
+  return s;
+}
+
+bool is_live_stream(Stream* s) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  return all.live.count(s) != 0;
+}
+
+Event* to_event(aclrtEvent e) { return static_cast<Event*>(e); }
+
+aclError enqueue(aclrtStream stream, const char* name, Task task) {
+  return enqueue(stream, name, std::move(task), {});
+}
+
+aclError enqueue(aclrtStream stream, const char* name, Task task, std::vector<MemRange> ranges) {
+  Stream* s = to_stream(stream);
+  std::vector<CheckedRange> checked;
+  checked.reserve(ranges.size());
+  for (const MemRange& r : ranges) checked.push_back(resolve_range(r));
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    if (s->capture) return capture_add_task(s, name, std::move(task), std::move(checked));
+  }
+  QueuedTask t;
+  t.name = name;
+  t.fn = std::move(task);
+  t.ranges = std::move(checked);
+  push_task(s, std::move(t));
+  return ACL_SUCCESS;
+}
+
+int capture_status(aclrtStream stream) {
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (!s->capture) return ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+  return s->capture->invalidated ? ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED
+                                 : ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+}
+
+aclError sync_stream(Stream* s, int32_t timeout_ms) {
+  if (!wait_idle(s, timeout_ms)) {
+    set_error("simcann: stream %u: synchronize timed out after %d ms", s->id, timeout_ms);
+    return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+  }
+  return take_sticky(s);
+}
+
+std::vector<Stream*> device_streams(int device) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  std::vector<Stream*> out;
+  for (Stream* s : all.live) {
+    if (s->device == device) out.push_back(s);
+  }
+  return out;
+}
+
+aclError sync_device(int device, int32_t timeout_ms) {
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    if (any_active_capture_on_device(device)) {
+      set_error("simcann: aclrtSynchronizeDevice while a stream of device %d is capturing: rule "
+                "107027",
+                device);
+      return ACL_ERROR_RT_STREAM_CAPTURED;
+    }
+  }
+  aclError first = ACL_SUCCESS;
+  for (Stream* s : device_streams(device)) {
+    aclError e = sync_stream(s, timeout_ms);
+    if (first == ACL_SUCCESS) first = e;
+  }
+  return first;
+}
+
+// Refuses an operation on a capturing stream (rule 107027). Caller holds no lock.
+aclError refuse_if_capturing(Stream* s, const char* api) {
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (!s->capture) return ACL_SUCCESS;
+  set_error("simcann: %s on stream %u, which is capturing: rule 107027 (the capture stays active)",
+            api, s->id);
+  return ACL_ERROR_RT_STREAM_CAPTURED;
+}
+
+void event_mark_complete(Event* e, uint64_t gen) {
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (gen > e->completed) {
+      e->completed = gen;
+      e->complete_time_ms = now_ms();
+    }
+  }
+  e->cv.notify_all();
+}
+
+// Rule 107028: the last record of `e` was captured by a capture that is still running.
+aclError refuse_if_event_captured(Event* e, const char* api) {
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (e->captured_by && e->captured_by->active) {
+    set_error("simcann: %s on an event whose record was captured by a capture still running: rule "
+              "107028",
+              api);
+    return ACL_ERROR_RT_EVENT_CAPTURED;
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace simcann
+
+using namespace simcann;
+
+extern "C" {
+
+// ---- streams ----
+ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream) {
+  SIMCANN_API();
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *stream = new_stream(device_or_default(), false);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t,
+                                                         uint32_t) {
+  SIMCANN_API();
+  return aclrtCreateStream(stream);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamV2(aclrtStream* stream,
+                                                 const aclrtStreamConfigHandle*) {
+  SIMCANN_API();
+  return aclrtCreateStream(stream);
+}
+
+// Note [Destroyed streams]: the Stream object is kept (only its worker ends) so that a stale
+// handle in an event or a model never points to freed memory.
+static aclError destroy_stream(aclrtStream stream, const char* api) {
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream* s = to_stream(stream);
+  aclError e = refuse_if_capturing(s, api);
+  if (e != ACL_SUCCESS) return e;
+  if (!is_live_stream(s)) return ACL_ERROR_RT_INVALID_HANDLE;
+  wait_idle(s, -1);
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stop = true;
+  }
+  s->cv.notify_all();
+  if (s->worker.joinable()) s->worker.join();
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mu);
+  all.live.erase(s);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream) {
+  SIMCANN_API();
+  return destroy_stream(stream, "aclrtDestroyStream");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream) {
+  SIMCANN_API();
+  return destroy_stream(stream, "aclrtDestroyStreamForce");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream) {
+  SIMCANN_API();
+  Stream* s = to_stream(stream);
+  aclError e = refuse_if_capturing(s, "aclrtSynchronizeStream");
+  return e != ACL_SUCCESS ? e : sync_stream(s, -1);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream,
+                                                               int32_t timeout) {
+  SIMCANN_API();
+  Stream* s = to_stream(stream);
+  aclError e = refuse_if_capturing(s, "aclrtSynchronizeStreamWithTimeout");
+  return e != ACL_SUCCESS ? e : sync_stream(s, timeout);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
+  SIMCANN_API();
+  Stream* s = to_stream(stream);
+  aclError e = refuse_if_capturing(s, "aclrtStreamQuery");
+  if (e != ACL_SUCCESS) return e;
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (status) {
+    *status = s->completed >= s->submitted ? ACL_STREAM_STATUS_COMPLETE
+                                           : ACL_STREAM_STATUS_NOT_READY;
+  }
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtStreamGetId(aclrtStream stream, int32_t* streamId) {
+  SIMCANN_API();
+  if (streamId) *streamId = static_cast<int32_t>(to_stream(stream)->id);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCtxGetCurrentDefaultStream(aclrtStream* stream) {
+  SIMCANN_API();
+  if (stream) *stream = to_stream(nullptr);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice() {
+  SIMCANN_API();
+  return sync_device(device_or_default(), -1);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+  SIMCANN_API();
+  return sync_device(device_or_default(), timeout);
+}
+
+// Host functions run on the stream's worker thread, in order (the report-thread machinery of
+// aclrtSubscribeReport/aclrtProcessReport is not modelled; aclrtProcessReport just waits).
+ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void* userData,
+                                                 aclrtCallbackBlockType, aclrtStream stream) {
+  SIMCANN_API();
+  if (fn == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return enqueue(stream, "aclrtLaunchCallback", [fn, userData] {
+    fn(userData);
+    return ACL_SUCCESS;
+  });
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn,
+                                                 void* args) {
+  SIMCANN_API();
+  if (fn == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return enqueue(stream, "aclrtLaunchHostFunc", [fn, args] {
+    fn(args);
+    return ACL_SUCCESS;
+  });
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout) {
+  int32_t ms = timeout < 0 || timeout > 100 ? 100 : timeout;
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ACL_ERROR_RT_REPORT_TIMEOUT;
+}
+
+// ---- events ----
+static aclError create_event(aclrtEvent* event, uint32_t flags) {
+  if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
+  auto* e = new Event();
+  e->id = g_next_event_id++;
+  e->flags = flags;
+  *event = e;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent* event) {
+  SIMCANN_API();
+  return create_event(event, 0);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t flag) {
+  SIMCANN_API();
+  return create_event(event, flag);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent* event, uint32_t flag) {
+  SIMCANN_API();
+  return create_event(event, flag);
+}
+
+// Note [Destroyed events]: like streams, Event objects are never freed: a queued record task
+// may still reference one.
+ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event) {
+  SIMCANN_API();
+  if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream* s = to_stream(stream);
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    if (s->capture) return capture_record_event(s, e);
+    e->captured_by.reset();
+  }
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    gen = ++e->recorded;
+  }
+  QueuedTask t;
+  t.name = "aclrtRecordEvent";
+  t.fn = [e, gen] {
+    event_mark_complete(e, gen);
+    return ACL_SUCCESS;
+  };
+  t.delay = false;
+  push_task(s, std::move(t));
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream) {
+  SIMCANN_API();
+  if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream* s = to_stream(stream);
+  {
+    std::lock_guard<std::mutex> lock(capture_mutex());
+    if ((e->captured_by && e->captured_by->active) || s->capture) {
+      return capture_wait_event(s, e);
+    }
+  }
+  uint64_t target;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    target = e->recorded;
+    if (e->completed >= target) return ACL_SUCCESS;  // nothing pending
+  }
+  QueuedTask t;
+  t.name = "aclrtStreamWaitEvent";
+  t.fn = [e, target] {
+    std::unique_lock<std::mutex> lock(e->mu);
+    e->cv.wait(lock, [e, target] { return e->completed >= target; });
+    return ACL_SUCCESS;
+  };
+  t.delay = false;
+  push_task(s, std::move(t));
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEventWithTimeout(aclrtStream stream,
+                                                             aclrtEvent event, int32_t) {
+  SIMCANN_API();
+  return aclrtStreamWaitEvent(stream, event);
+}
+
+static bool event_done(Event* e) {
+  std::lock_guard<std::mutex> lock(e->mu);
+  return e->completed >= e->recorded;  // never recorded: complete
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event,
+                                                   aclrtEventRecordedStatus* status) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr || status == nullptr) return ACL_ERROR_INVALID_PARAM;
+  aclError err = refuse_if_event_captured(e, "aclrtQueryEventStatus");
+  if (err != ACL_SUCCESS) return err;
+  *status = event_done(e) ? ACL_EVENT_RECORDED_STATUS_COMPLETE
+                          : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr || status == nullptr) return ACL_ERROR_INVALID_PARAM;
+  aclError err = refuse_if_event_captured(e, "aclrtQueryEvent");
+  if (err != ACL_SUCCESS) return err;
+  *status = event_done(e) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtQueryEventWaitStatus(aclrtEvent event,
+                                                       aclrtEventWaitStatus* status) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr || status == nullptr) return ACL_ERROR_INVALID_PARAM;
+  aclError err = refuse_if_event_captured(e, "aclrtQueryEventWaitStatus");
+  if (err != ACL_SUCCESS) return err;
+  *status = event_done(e) ? ACL_EVENT_WAIT_STATUS_COMPLETE : ACL_EVENT_WAIT_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+static aclError sync_event(aclrtEvent event, int32_t timeout_ms, const char* api) {
+  Event* e = to_event(event);
+  if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
+  aclError err = refuse_if_event_captured(e, api);
+  if (err != ACL_SUCCESS) return err;
+  std::unique_lock<std::mutex> lock(e->mu);
+  uint64_t target = e->recorded;
+  auto done = [e, target] { return e->completed >= target; };
+  if (timeout_ms < 0) {
+    e->cv.wait(lock, done);
+  } else if (!e->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), done)) {
+    return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+  }
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event) {
+  SIMCANN_API();
+  return sync_event(event, -1, "aclrtSynchronizeEvent");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
+  SIMCANN_API();
+  return sync_event(event, timeout, "aclrtSynchronizeEventWithTimeout");
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent,
+                                                   aclrtEvent endEvent) {
+  SIMCANN_API();
+  Event* a = to_event(startEvent);
+  Event* b = to_event(endEvent);
+  if (ms == nullptr || a == nullptr || b == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::lock_guard<std::mutex> la(a->mu);
+  std::lock_guard<std::mutex> lb(b->mu);
+  *ms = static_cast<float>(b->complete_time_ms - a->complete_time_ms);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t* timestamp) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr || timestamp == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::lock_guard<std::mutex> lock(e->mu);
+  *timestamp = static_cast<uint64_t>(e->complete_time_ms * 1000.0);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t* eventId) {
+  SIMCANN_API();
+  Event* e = to_event(event);
+  if (e == nullptr || eventId == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *eventId = static_cast<uint32_t>(e->id);
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

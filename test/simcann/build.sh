@@ -40,7 +40,7 @@ rm -rf "$OBJ" "$GEN"
 mkdir -p "$LIB" "$OBJ" "$GEN"
 
 # Locate torch / torch_npu without importing them (torch_npu needs this library to import).
-read -r TNPU TORCH PYEXE PYLIB < <("$PY" - <<'PYEOF'
+read -r TNPU TORCH PYEXE PYLIB < <(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" - <<'PYEOF'
 import importlib.util, os, sys, sysconfig
 def where(name):
     spec = importlib.util.find_spec(name)

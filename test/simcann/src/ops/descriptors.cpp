@@ -1,0 +1,240 @@
+// aclnn meta objects: aclCreateTensor / aclCreateScalar / aclCreateIntArray / ... and their
+// destroyers and getters.
+//
+// Prototypes: op-plugin op_plugin/utils/op_api_common_base.h (typedefs `_aclCreateTensor`,
+// `_aclCreateScalar`, `_aclDestroyTensor`, ... which torch_npu resolves with dlsym from the opapi
+// library) and MaskedSelectKernelNpuOpApi.cpp (`aclGetViewShape`, result freed with delete[]).
+// Values passed to aclCreateScalar: op-plugin ConvertType(const at::Scalar&) passes a double with
+// ACL_DOUBLE, an int64_t with ACL_INT64, a bool with ACL_BOOL (complex is not supported here).
+#include <cstring>
+#include <new>
+
+#include "ops_internal.h"
+
+using simcann::ops::ScalarValue;
+using simcann::ops::TensorView;
+
+struct aclTensor {
+  TensorView view;
+};
+struct aclScalar {
+  ScalarValue value;
+  bool valid = true;
+};
+struct aclIntArray {
+  std::vector<int64_t> values;
+};
+struct aclFloatArray {
+  std::vector<float> values;
+};
+struct aclBoolArray {
+  std::vector<bool> values;
+};
+struct aclTensorList {
+  std::vector<const aclTensor*> tensors;
+};
+struct aclScalarList {
+  std::vector<const aclScalar*> scalars;
+};
+
+namespace simcann {
+namespace ops {
+
+const TensorView& view_of(const aclTensor* t) { return t->view; }
+const ScalarValue& value_of(const aclScalar* s) { return s->value; }
+
+namespace {
+
+// Reads a host scalar of type `dtype` from `p`. Returns false for types we do not model.
+bool read_scalar(const void* p, aclDataType dtype, ScalarValue* out) {
+  out->dtype = dtype;
+  switch (dtype) {
+    case ACL_DOUBLE: {
+      double v;
+      std::memcpy(&v, p, sizeof v);
+      out->as_double = v;
+      out->as_int = static_cast<int64_t>(v);
+      out->is_floating = true;
+      return true;
+    }
+    case ACL_FLOAT: {
+      float v;
+      std::memcpy(&v, p, sizeof v);
+      out->as_double = v;
+      out->as_int = static_cast<int64_t>(v);
+      out->is_floating = true;
+      return true;
+    }
+    case ACL_INT64: {
+      int64_t v;
+      std::memcpy(&v, p, sizeof v);
+      out->as_int = v;
+      out->as_double = static_cast<double>(v);
+      return true;
+    }
+    case ACL_INT32: {
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      out->as_int = v;
+      out->as_double = v;
+      return true;
+    }
+    case ACL_BOOL: {
+      bool v;
+      std::memcpy(&v, p, sizeof v);
+      out->as_int = v ? 1 : 0;
+      out->as_double = out->as_int;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+template <typename T>
+void assign(std::vector<T>* dst, const T* src, uint64_t n) {
+  if (src != nullptr) dst->assign(src, src + n);
+}
+
+}  // namespace
+}  // namespace ops
+}  // namespace simcann
+
+extern "C" {
+
+aclTensor* aclCreateTensor(const int64_t* view_dims, uint64_t view_dims_num, aclDataType data_type,
+                           const int64_t* stride, int64_t offset, aclFormat format,
+                           const int64_t* storage_dims, uint64_t storage_dims_num,
+                           void* tensor_data) {
+  auto* t = new (std::nothrow) aclTensor();
+  if (t == nullptr) return nullptr;
+  TensorView& v = t->view;
+  v.dtype = data_type;
+  v.format = format;
+  simcann::ops::assign(&v.sizes, view_dims, view_dims_num);
+  if (stride != nullptr) {
+    simcann::ops::assign(&v.strides, stride, view_dims_num);
+  } else {
+    // No strides given: contiguous (row-major).
+    v.strides.assign(v.sizes.size(), 1);
+    for (size_t k = v.sizes.size(); k > 1; --k)
+      v.strides[k - 2] = v.strides[k - 1] * v.sizes[k - 1];
+  }
+  v.offset = offset;
+  simcann::ops::assign(&v.storage_dims, storage_dims, storage_dims_num);
+  v.data = tensor_data;
+  return t;
+}
+
+aclScalar* aclCreateScalar(void* value, aclDataType data_type) {
+  if (value == nullptr) return nullptr;
+  auto* s = new (std::nothrow) aclScalar();
+  if (s == nullptr) return nullptr;
+  // An unsupported scalar type is remembered and rejected by the op that receives it, with a
+  // message naming the op (an aclnn op receiving an invalid scalar fails in GetWorkspaceSize).
+  s->valid = simcann::ops::read_scalar(value, data_type, &s->value);
+  s->value.dtype = data_type;
+  return s;
+}
+
+aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
+  auto* a = new (std::nothrow) aclIntArray();
+  if (a != nullptr) simcann::ops::assign(&a->values, value, size);
+  return a;
+}
+
+aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
+  auto* a = new (std::nothrow) aclFloatArray();
+  if (a != nullptr) simcann::ops::assign(&a->values, value, size);
+  return a;
+}
+
+aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
+  auto* a = new (std::nothrow) aclBoolArray();
+  if (a != nullptr && value != nullptr) a->values.assign(value, value + size);
+  return a;
+}
+
+aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
+  auto* l = new (std::nothrow) aclTensorList();
+  if (l != nullptr && value != nullptr) l->tensors.assign(value, value + size);
+  return l;
+}
+
+aclScalarList* aclCreateScalarList(const aclScalar* const* value, uint64_t size) {
+  auto* l = new (std::nothrow) aclScalarList();
+  if (l != nullptr && value != nullptr) l->scalars.assign(value, value + size);
+  return l;
+}
+
+int aclDestroyTensor(const aclTensor* tensor) {
+  delete tensor;
+  return 0;
+}
+
+int aclDestroyScalar(const aclScalar* scalar) {
+  delete scalar;
+  return 0;
+}
+
+int aclDestroyIntArray(const aclIntArray* array) {
+  delete array;
+  return 0;
+}
+
+int aclDestroyFloatArray(const aclFloatArray* array) {
+  delete array;
+  return 0;
+}
+
+int aclDestroyBoolArray(const aclBoolArray* array) {
+  delete array;
+  return 0;
+}
+
+// A tensor list owns its tensors (CANN acl_meta.h: aclDestroyTensorList destroys the elements).
+int aclDestroyTensorList(const aclTensorList* array) {
+  if (array == nullptr) return 0;
+  for (const aclTensor* t : array->tensors) delete t;
+  delete array;
+  return 0;
+}
+
+int aclDestroyScalarList(const aclScalarList* array) {
+  if (array == nullptr) return 0;
+  for (const aclScalar* s : array->scalars) delete s;
+  delete array;
+  return 0;
+}
+
+int aclGetViewShape(const aclTensor* tensor, int64_t** view_dims, uint64_t* view_dims_num) {
+  if (tensor == nullptr || view_dims == nullptr || view_dims_num == nullptr) {
+    return simcann::ops::kErrNullptr;
+  }
+  const auto& sizes = tensor->view.sizes;
+  *view_dims = new int64_t[sizes.empty() ? 1 : sizes.size()];
+  for (size_t k = 0; k < sizes.size(); ++k) (*view_dims)[k] = sizes[k];
+  *view_dims_num = sizes.size();
+  return 0;
+}
+
+}  // extern "C"
+
+namespace simcann {
+namespace ops {
+
+aclnnStatus check_scalar(const char* op, const char* what, const aclScalar* s) {
+  if (s == nullptr) {
+    set_error("simcann: %s: %s is a null aclScalar", op, what);
+    return kErrNullptr;
+  }
+  if (!s->valid) {
+    set_error("simcann: %s: %s has scalar type %s (%d), which the simulated op does not support",
+              op, what, dtype_name(s->value.dtype), static_cast<int>(s->value.dtype));
+    return kErrInvalid;
+  }
+  return kOk;
+}
+
+}  // namespace ops
+}  // namespace simcann

@@ -7,10 +7,12 @@ TEST ENVIRONMENT ONLY (see README.md beside this file). Run with the venv's pyth
 - torch is not a CUDA build (a real Ascend setup, the 2.13 test env): removes any earlier copy
   of the workaround and does nothing else.
 - torch is a CUDA build: reads AcceleratorAllocatorConfig's own keys from this torch's
-  c10/core/AllocatorConfig.h, builds libkeyfix.so against this torch's headers, installs the
-  ``_pinpool_testenv`` package and its ``.pth`` line into the venv's site-packages, and checks,
-  in a fresh interpreter, that after ``import torch`` the keys the workaround removes are
-  exactly those of CUDAAllocatorConfig::getKeys() (c10/cuda/CUDAAllocatorConfig.h).
+  c10/core/AllocatorConfig.h and builds libkeyfix.so against this torch's headers. If, after
+  ``import torch``, the shared key set holds only those keys (torch 2.9: the CUDA build
+  registers none), nothing can collide: it stops there. Otherwise (torch 2.10) it installs the
+  ``_pinpool_testenv`` package and its ``.pth`` line into the venv's site-packages and checks,
+  in a fresh interpreter, that the keys the workaround removes are exactly those of
+  CUDAAllocatorConfig::getKeys() (c10/cuda/CUDAAllocatorConfig.h).
 """
 
 from __future__ import annotations
@@ -80,7 +82,11 @@ def main() -> int:
         return 0
     base = string_set(cfg, "getMutableKeys()")
     cuda_hdr = os.path.join(inc, "c10", "cuda", "CUDAAllocatorConfig.h")
-    cuda_keys = string_set(cuda_hdr, "getKeys()") if os.path.exists(cuda_hdr) else None
+    # torch 2.10's CUDAAllocatorConfig lists the keys it registers in getKeys(); 2.9's has none
+    # (it registers nothing in the shared set). The probe below decides either way.
+    cuda_keys = None
+    if os.path.exists(cuda_hdr) and "getKeys()" in open(cuda_hdr).read():
+        cuda_keys = string_set(cuda_hdr, "getKeys()")
     print(f"torch {torch.__version__} (CUDA {torch.version.cuda}): base keys {base}")
     print(f"CUDAAllocatorConfig keys (header): {cuda_keys}")
 
@@ -101,33 +107,45 @@ def main() -> int:
         print("$ " + " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
     shutil.copy(os.path.join(HERE, "hook.py"), os.path.join(pkg, "__init__.py"))
+
+    def probe(code: str) -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"),
+        ).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    # 1. Which keys does `import torch` leave in the shared set? Only the base ones: the CUDA
+    #    build registered none, nothing can collide, no workaround.
+    loaded = probe("import json, torch, _pinpool_testenv as t; print(json.dumps(t.current_keys()))")
+    print(f"keys after import torch: {loaded}")
+    if sorted(loaded) == sorted(base):
+        shutil.rmtree(pkg)
+        print("the CUDA build registers no allocator-config keys: no workaround needed")
+        return 0
+
+    # 2. Install the hook, and check in a fresh interpreter that it is active and removes
+    #    exactly CUDAAllocatorConfig's keys.
     with open(os.path.join(site, PTH), "w") as f:
         f.write(f"import {PKG}\n")
-
-    # Check in a fresh interpreter that the hook is active and removes what we expect.
-    probe = (
+    got = probe(
         "import sys, json, torch, _pinpool_testenv as t\n"
         "hooked = any(type(f).__name__ == '_BeforeTorchNpu' for f in sys.meta_path)\n"
         "before = t.current_keys(); removed = t.apply()\n"
         "print(json.dumps({'hooked': hooked, 'before': before, 'removed': sorted(removed),"
         " 'after': t.current_keys()}))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"),
-    ).stdout
-    got = json.loads(out.strip().splitlines()[-1])
     print(f"probe: {got}")
     if not got["hooked"]:
         raise SystemExit(f"{PTH} did not install the import hook")
     if sorted(got["after"]) != sorted(base):
         raise SystemExit(f"after the fix the key set is {got['after']}, expected {base}")
-    if cuda_keys is not None and sorted(got["removed"]) != sorted(cuda_keys):
+    if cuda_keys is None or sorted(got["removed"]) != sorted(cuda_keys):
         raise SystemExit(
-            f"removed {got['removed']} but CUDAAllocatorConfig registers {sorted(cuda_keys)}:"
+            f"removed {got['removed']} but CUDAAllocatorConfig registers {cuda_keys}:"
             " something else registered keys too; check before widening the workaround"
         )
     print(f"installed {PKG} into {site}")

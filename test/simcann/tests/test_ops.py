@@ -22,8 +22,8 @@ import torch, torch_npu
 
 DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "int32": torch.int32, "int64": torch.int64, "int8": torch.int8, "uint8": torch.uint8,
-    "bool": torch.bool,
+    "float64": torch.float64, "int32": torch.int32, "int64": torch.int64, "int16": torch.int16,
+    "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
 }
 
 def make(dtype, n=12, shift=0):
@@ -40,7 +40,8 @@ def same(got, want):
     got = got.cpu()
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"dtype/shape {got.dtype}{tuple(got.shape)} != {want.dtype}{tuple(want.shape)}"
-    g, w = got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)
+    g = got.contiguous().reshape(-1).view(torch.uint8)
+    w = want.contiguous().reshape(-1).view(torch.uint8)
     if torch.equal(g, w):
         return None
     return f"got {got.tolist()} want {want.tolist()}"
@@ -90,6 +91,8 @@ for dname, dt in DTYPES.items():
     check(f"{dname}/scalar_add", lambda: (one + b, one + b_c))
     check(f"{dname}/broadcast_add", lambda: (a.view(3, 4) + b[:4], a_c.view(3, 4) + b_c[:4]))
     if dt != torch.bool:
+        check(f"{dname}/arange", lambda: (torch.arange(2, 14, dtype=dt, device=dev),
+                                          torch.arange(2, 14, dtype=dt)))
         check(f"{dname}/add_alpha",
               lambda: (torch.add(a, b, alpha=2), torch.add(a_c, b_c, alpha=2)))
         check(f"{dname}/x*2+z", lambda: (a * 2 + b, a_c * 2 + b_c))
@@ -116,6 +119,11 @@ check("cast/i32->f32", lambda: (i.to(torch.float32), i_c.to(torch.float32)))
 check("cast/i32->bool", lambda: (i.to(torch.bool), i_c.to(torch.bool)))
 check("mixed/i32+f32", lambda: (i + f, i_c + f_c))
 check("mixed/i32*2.5", lambda: (i * 2.5, i_c * 2.5))
+check("arange/float_step", lambda: (torch.arange(-1, 2, 0.25, device=dev),
+                                    torch.arange(-1, 2, 0.25)))
+check("full/0-dim", lambda: (torch.full((), 5.5, device=dev), torch.full((), 5.5)))
+check("zeros/empty", lambda: (torch.zeros(0, 3, device=dev), torch.zeros(0, 3)))
+check("add/0-dim+vector", lambda: (torch.full((), 2.0, device=dev) + f, torch.full((), 2.0) + f_c))
 big_c = torch.linspace(-3, 3, 4096)
 check("float32/large x*2+z", lambda: (big_c.to(dev) * 2 + big_c.to(dev), big_c * 2 + big_c))
 torch.npu.synchronize()
@@ -131,7 +139,9 @@ def test_eager_ops_match_cpu_and_go_through_aclnn(run_isolated):
     assert out.result["failures"] == {}
     # The traced entry points: every one of these ran as a task on a stream.
     for name in (
+        "aclnnArange",
         "aclnnInplaceZero",
+        "aclnnInplaceOne",
         "aclnnInplaceFillScalar",
         "aclnnInplaceCopy",
         "aclnnAdd",
@@ -220,3 +230,40 @@ def test_unimplemented_and_unsupported_ops_fail_loudly(run_isolated):
     assert "aclnnInplaceZero" in errors["zeros_complex"], errors["zeros_complex"]
     assert errors["still_works"] is None
     assert out.result["after"] == [1.0, 3.0, 5.0, 7.0]
+
+
+_ASYNC = r"""
+import time, torch, torch_npu
+x = torch.arange(8, dtype=torch.float32, device="npu")
+torch.npu.synchronize()
+t0 = time.monotonic()
+y = x * 2          # reads x ...
+x.fill_(7.0)       # ... before this overwrites it (stream order)
+y += x
+y *= 3
+issue = time.monotonic() - t0
+t1 = time.monotonic()
+torch.npu.synchronize()
+wait = time.monotonic() - t1
+main, side = torch.npu.current_stream(), torch.npu.Stream()
+side.wait_stream(main)
+with torch.npu.stream(side):
+    w = y + 1      # on the side stream
+main.wait_stream(side)
+v = w * 2
+result = {"issue": issue, "wait": wait, "y": y.cpu().tolist(), "v": v.cpu().tolist()}
+"""
+
+
+@pytest.mark.simulator
+def test_ops_are_asynchronous_and_stream_ordered(run_isolated):
+    """With a per-task device delay, launching returns at once and the results respect stream
+    order, also across streams joined by events. TASK_QUEUE_ENABLE=0: the aclnn launch runs on
+    the Python thread itself, so a synchronous launch would show in `issue`."""
+    out = run_isolated(_ASYNC, env={"TASK_QUEUE_ENABLE": "0", "SIMCANN_TASK_DELAY_US": "50000"})
+    r = out.result
+    want_y = [(2.0 * i + 7.0) * 3.0 for i in range(8)]
+    assert r["y"] == want_y
+    assert r["v"] == [2.0 * (y + 1.0) for y in want_y]
+    # 4 tasks x 50 ms: launching them must not have waited for them.
+    assert r["issue"] < r["wait"], r

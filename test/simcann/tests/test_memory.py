@@ -1,0 +1,87 @@
+"""Device / pinned memory, pointer attributes and eager copies through torch_npu."""
+
+from __future__ import annotations
+
+import pytest
+from simcann_snippets import ACL, TORCH, require_simulator
+
+pytestmark = pytest.mark.simulator
+
+
+def setup_module() -> None:
+    require_simulator()
+
+
+def test_eager_copies_round_trip(run_isolated):
+    r = run_isolated(
+        TORCH
+        + r'''
+out = {}
+src = torch.arange(1000, dtype=torch.float32)
+x = src.npu()
+out["h2d_d2h"] = torch.equal(x.cpu(), src)
+p = torch.empty(1000, pin_memory=True)
+out["pinned"] = p.is_pinned()
+p.copy_(src)
+y = p.to("npu", non_blocking=True)
+back = torch.empty(1000, pin_memory=True)
+back.copy_(y, non_blocking=True)
+torch.npu.synchronize()
+out["pinned_round_trip"] = torch.equal(back, src)
+out["pageable_non_blocking"] = torch.equal(src.to("npu", non_blocking=True).cpu(), src)
+out["dtypes"] = all(
+    torch.equal(t.npu().cpu(), t)
+    for t in (torch.arange(7, dtype=torch.int64), torch.tensor([True, False]),
+              torch.arange(5, dtype=torch.float16))
+)
+out["not_pinned"] = torch.empty(4).is_pinned()
+out["device_bytes"] = simcann_device_bytes_live() > 0
+out["host_bytes"] = simcann_host_bytes_live() > 0
+result = out
+'''
+    )
+    assert r.result == {k: True for k in r.result} | {"not_pinned": False}
+
+
+def test_pointer_attributes_and_registry(run_isolated):
+    r = run_isolated(
+        ACL
+        + r'''
+class Loc(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
+class Attr(ctypes.Structure):
+    _fields_ = [("location", Loc), ("pageSize", ctypes.c_uint32), ("rsv", ctypes.c_uint32 * 4)]
+def kind(p):
+    a = Attr()
+    assert SIM.aclrtPointerGetAttributes(vp(p), byref(a)) == 0
+    return a.location.type
+HOST, DEVICE, UNREG = 0, 1, 2
+h, d = malloc_host(4096), malloc_dev(4096)
+buf = ctypes.create_string_buffer(8192)
+out = {
+    "host": kind(h.value), "host_interior": kind(h.value + 4000), "device": kind(d.value),
+    "device_interior": kind(d.value + 17), "pageable": kind(ctypes.addressof(buf)),
+}
+host0, dev0 = simcann_host_bytes_live(), simcann_device_bytes_live()
+devp = vp()
+assert SIM.aclrtHostRegister(vp(ctypes.addressof(buf)), ctypes.c_uint64(8192), 0, byref(devp)) == 0
+out["registered"] = kind(ctypes.addressof(buf) + 100)
+assert SIM.aclrtHostUnregister(vp(ctypes.addressof(buf))) == 0
+out["unregistered"] = kind(ctypes.addressof(buf))
+assert aclrtFreeHost(h) == 0 and aclrtFree(d) == 0
+out["freed_host"] = kind(h.value)
+out["bytes"] = [host0, dev0, simcann_host_bytes_live(), simcann_device_bytes_live()]
+out["double_free"] = aclrtFreeHost(h)
+free, total = c_size(), c_size()
+assert SIM.aclrtGetMemInfo(1, byref(free), byref(total)) == 0
+out["meminfo"] = 0 < free.value <= total.value
+result = out
+'''
+    )
+    o = r.result
+    assert [o["host"], o["host_interior"], o["device"], o["device_interior"]] == [0, 0, 1, 1]
+    assert o["pageable"] == 2 and o["registered"] == 0 and o["unregistered"] == 2
+    assert o["freed_host"] == 2
+    assert o["bytes"] == [4096, 4096, 0, 0]
+    assert o["double_free"] != 0
+    assert o["meminfo"]

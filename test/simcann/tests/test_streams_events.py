@@ -1,0 +1,72 @@
+"""Streams run asynchronously and in order; events complete when their stream reaches them."""
+
+from __future__ import annotations
+
+import pytest
+from simcann_snippets import TORCH, require_simulator
+
+pytestmark = pytest.mark.simulator
+
+
+def setup_module() -> None:
+    require_simulator()
+
+
+def test_async_ordering_and_events(run_isolated):
+    r = run_isolated(
+        TORCH
+        + r'''
+out = {}
+N = 4096
+simcann_set_task_delay_us(200000)
+# 1. A host write issued right after a non_blocking H2D copy (no synchronize) reaches the device:
+#    the copy runs later, on the stream's worker.
+p = torch.full((N,), 1.0).pin_memory()
+x = p.to("npu", non_blocking=True)
+p.fill_(2.0)
+torch.npu.synchronize()
+out["copy_is_async"] = bool((x.cpu() == 2.0).all())
+
+# 2. Events: never recorded = complete; pending until the stream reaches the record.
+never = torch.npu.Event()
+out["never_recorded"] = never.query()
+e = torch.npu.Event()
+y = p.to("npu", non_blocking=True)
+e.record()
+import time; time.sleep(0.05)
+out["pending"] = e.query()
+out["stream_pending"] = torch.npu.current_stream().query()
+e.synchronize()
+out["done"] = e.query()
+out["stream_done"] = torch.npu.current_stream().query()
+
+# 3. Cross-stream order through wait_event: s2's D2H waits for s1's (slow) H2D.
+s1, s2 = torch.npu.Stream(), torch.npu.Stream()
+src = torch.arange(N, dtype=torch.float32).pin_memory()
+with torch.npu.stream(s1):
+    d = src.to("npu", non_blocking=True)
+    ev = s1.record_event()
+s2.wait_event(ev)
+back = torch.empty(N, pin_memory=True)
+with torch.npu.stream(s2):
+    back.copy_(d, non_blocking=True)
+s2.synchronize()
+out["wait_event_orders"] = torch.equal(back, src)
+
+# 4. In-order within a stream: two copies into the same device tensor, the last one wins.
+a = torch.full((N,), 3.0).pin_memory()
+b = torch.full((N,), 4.0).pin_memory()
+z = torch.empty(N, device="npu")
+z.copy_(a, non_blocking=True)
+z.copy_(b, non_blocking=True)
+out["in_order"] = bool((z.cpu() == 4.0).all())
+simcann_set_task_delay_us(0)
+result = out
+'''
+    )
+    o = r.result
+    assert o["copy_is_async"], "the queued copy must read the host buffer when it runs"
+    assert o["never_recorded"] is True
+    assert o["pending"] is False and o["stream_pending"] is False
+    assert o["done"] is True and o["stream_done"] is True
+    assert o["wait_event_orders"] and o["in_order"]

@@ -44,6 +44,13 @@ DEFAULTS = {
 }
 
 
+def _wrong(dev, value):
+    """Bytes of a device uint8 tensor that differ from value (numpy: torch's CPU != is slow)."""
+    import numpy as np
+
+    return int(np.count_nonzero(dev.cpu().numpy() != value))
+
+
 def _calibrate(body, rep_seconds, lo=10, hi=200000):
     """Iterations so that body(n) takes about rep_seconds."""
     n = lo
@@ -210,8 +217,8 @@ def fig_p3(cfg, sim):
         clob = [torch.full((n,), 0xEE, dtype=U8).pin_memory() for _ in range(2)]
         g.replay()
         torch.npu.synchronize()
-        wk = int((d_keep.cpu() != v_keep).sum())
-        wt = int((d_tmp.cpu() != v_tmp).sum())
+        wk = _wrong(d_keep, v_keep)
+        wt = _wrong(d_tmp, v_tmp)
         wrong_keep += wk
         wrong_tmp += wt
         bad_cycles += bool(wk or wt)
@@ -280,7 +287,7 @@ def _p4_run(cfg, sim, shared, workload):
         g.replay()
     torch.npu.synchronize()
     for i in range(N):
-        wrong += int((d_out[i].cpu() != i + 1).sum())
+        wrong += _wrong(d_out[i], i + 1)
     for g in graphs:
         g.reset()
     del graphs, g
@@ -375,6 +382,10 @@ def main():
     x = torch.ones(16, dtype=U8).pin_memory().to("npu", non_blocking=True)
     torch.npu.synchronize()
     del x
+    # Move everything alive now to gc's permanent generation: gc.collect() in the held-bytes
+    # measurements then costs ~1 ms instead of ~200 ms (torch has many objects).
+    gc.collect()
+    gc.freeze()
     figs = {
         "P1": lambda: fig_p1(cfg),
         "P2": lambda: fig_p2(cfg, sim),

@@ -1,0 +1,38 @@
+// The one place that knows how torch / torch_npu differ between 2.8 and 2.13.
+//
+// Everything is detected from the headers of the torch and torch_npu the extension is
+// built against (no configure step): torch's version macros for ATen's host-allocator
+// API, `__has_include` for where the torch_npu wheel keeps the ACL headers.
+#pragma once
+
+#include <torch/version.h>
+
+#define PINPOOL_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||          \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+#if !PINPOOL_TORCH_AT_LEAST(2, 8)
+#error "torch_npu_pinpool needs torch >= 2.8 (ATen's host allocator registry)."
+#endif
+
+// 2.11 gave CachingHostAllocatorImpl private pools, which changed its surface:
+//   * process_events() -> process_events(BlockPool&),
+//   * get_current_stream() / stream_is_capturing() became virtual hooks,
+//   * at::HostAllocator grew begin_allocate_to_pool / end_allocate_to_pool /
+//     release_pool, which torch_npu >= 2.11 calls from NPUGraph.
+// We use none of ATen's pools (see Note [Why our own pools] in pin_pool_allocator.h); the
+// macro only decides which virtuals we override.
+#define PINPOOL_HAS_ATEN_HOST_POOLS PINPOOL_TORCH_AT_LEAST(2, 11)
+
+// HostStats has had the fields we fold pool blocks into (allocations, allocated_bytes,
+// active_requests, active_bytes as c10::CachingAllocator::Stat) since 2.10; before that
+// they had other names, so on 2.8 / 2.9 pool blocks are reported by pool_stats() only.
+#define PINPOOL_HOST_STATS_HAS_STAT_FIELDS PINPOOL_TORCH_AT_LEAST(2, 10)
+
+// torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10 - 2.13) versus
+// include/third_party/acl/inc/acl/ (2.9.x, whose acl_rt.h is C++ only). setup.py puts
+// whichever exists on the include path as the root of <acl/...>; this check turns a
+// wrong build environment into a readable error instead of a cascade.
+#if !__has_include(<acl/acl.h>)
+#error "ACL headers not found: build against an installed torch_npu (pip install --no-build-isolation .)."
+#endif

@@ -216,13 +216,17 @@ attempt("sin", lambda: torch.sin(x))                      # aclnnSin: not implem
 attempt("zeros_complex", lambda: torch.zeros(4, dtype=torch.complex64, device="npu"))
 # The runtime is still usable after those errors.
 attempt("still_works", lambda: (x * 2 + 1).cpu())
-result = {"errors": errors, "after": (x * 2 + 1).cpu().tolist()}
+after = (x * 2 + 1).cpu().tolist()
+# Last: an operator torch_npu sends through aclop (its error poisons the task queue).
+attempt("aclop", lambda: torch_npu.npu_format_cast(torch.ones(4, 4, device="npu"), 29))
+result = {"errors": errors, "after": after}
 """
 
 
 @pytest.mark.simulator
 def test_unimplemented_and_unsupported_ops_fail_loudly(run_isolated):
-    """An aclnn op the simulator lacks, or a dtype an op rejects, raises naming the op."""
+    """An aclnn op the simulator lacks, a dtype an op rejects, or any aclop operator raises a
+    RuntimeError naming the op."""
     out = run_isolated(_FAIL_LOUDLY)
     errors = out.result["errors"]
     assert errors["sin"] is not None and "aclnnSin" in errors["sin"], errors["sin"]
@@ -230,6 +234,8 @@ def test_unimplemented_and_unsupported_ops_fail_loudly(run_isolated):
     assert "aclnnInplaceZero" in errors["zeros_complex"], errors["zeros_complex"]
     assert errors["still_works"] is None
     assert out.result["after"] == [1.0, 3.0, 5.0, 7.0]
+    aclop = errors["aclop"]
+    assert aclop is not None and "aclop operator" in aclop and "not implemented" in aclop, aclop
 
 
 _ASYNC = r"""

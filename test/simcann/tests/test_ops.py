@@ -96,6 +96,14 @@ for dname, dt in DTYPES.items():
         check(f"{dname}/add_alpha",
               lambda: (torch.add(a, b, alpha=2), torch.add(a_c, b_c, alpha=2)))
         check(f"{dname}/x*2+z", lambda: (a * 2 + b, a_c * 2 + b_c))
+        check(f"{dname}/sub", lambda: (a - b, a_c - b_c))
+        check(f"{dname}/sub_scalar", lambda: (a - 1, a_c - 1))
+        check(f"{dname}/sub_alpha",
+              lambda: (torch.sub(a, b, alpha=2), torch.sub(a_c, b_c, alpha=2)))
+        d_c = make(dt, shift=6)  # no zeros
+        d = d_c.to(dev)
+        check(f"{dname}/div", lambda: (a / d, a_c / d_c))
+        check(f"{dname}/div_scalar", lambda: (a / 4, a_c / 4))
 
         def inplace():
             c, c_c = a.clone(), a_c.clone()
@@ -103,6 +111,11 @@ for dname, dt in DTYPES.items():
             c *= b; c_c *= b_c
             c += 1; c_c += 1
             c *= 3; c_c *= 3
+            c -= b; c_c -= b_c
+            c -= 2; c_c -= 2
+            if dt.is_floating_point:
+                c /= d; c_c /= d_c
+                c /= 2; c_c /= 2
             return c, c_c
         check(f"{dname}/inplace", inplace)
         check(f"{dname}/strided_add", lambda: (a.view(3, 4).t() + 1, a_c.view(3, 4).t() + 1))
@@ -134,7 +147,8 @@ result = {"failures": failures}
 
 @pytest.mark.simulator
 def test_eager_ops_match_cpu_and_go_through_aclnn(run_isolated):
-    """zeros/full/fill/copy/clone/add/mul per dtype equal the CPU result, byte for byte."""
+    """zeros/full/fill/arange/copy/clone/add/sub/mul/div per dtype equal the CPU result, byte for
+    byte."""
     out = run_isolated(_EAGER, env={"SIMCANN_TRACE": "1"})
     assert out.result["failures"] == {}
     # The traced entry points: every one of these ran as a task on a stream.
@@ -150,6 +164,12 @@ def test_eager_ops_match_cpu_and_go_through_aclnn(run_isolated):
         "aclnnMuls",
         "aclnnInplaceAdd",
         "aclnnInplaceMul",
+        "aclnnSub",
+        "aclnnSubs",
+        "aclnnInplaceSub",
+        "aclnnDiv",
+        "aclnnDivs",
+        "aclnnInplaceDiv",
     ):
         assert f"{name}: enqueue" in out.stderr, f"{name} was never launched"
 

@@ -12,6 +12,8 @@
 //   a + b, a + s, s + b           -> aclnnAdd(self, other, alpha, out) / aclnnAdds / aclnnAddV3
 //   a += b, a += s                -> aclnnInplaceAdd / aclnnInplaceAdds
 //   a * b, a * s, a *= b, a *= s  -> aclnnMul / aclnnMuls / aclnnInplaceMul / aclnnInplaceMuls
+//   a - b, a - s, -=              -> aclnnSub / aclnnSubs / aclnnInplaceSub / aclnnInplaceSubs
+//   a / b, a / s, /=              -> aclnnDiv / aclnnDivs / aclnnInplaceDiv / aclnnInplaceDivs
 // Prototypes: CANN aclnn API reference (aclnn_add.h, aclnn_mul.h, aclnn_copy.h,
 // aclnn_fill_scalar.h, aclnn_zero.h, aclnn_cast.h ...), and the argument order of the EXEC_NPU_CMD
 // calls above. Every phase-2 function has the signature
@@ -111,8 +113,21 @@ aclnnStatus check_operand(const BinaryCall& c, const char* what, const aclTensor
   return check_scalar(c.op, what, s);
 }
 
+// Output types an op cannot produce exactly: bool for sub / div, integers for true division.
+aclnnStatus check_out_type(const BinaryCall& c) {
+  const aclDataType od = view_of(c.out).dtype;
+  const bool bad_bool = od == ACL_BOOL && (c.kind == BinaryOp::kSub || c.kind == BinaryOp::kDiv);
+  const bool bad_int = c.kind == BinaryOp::kDiv && !dtype_is_floating(od);
+  if (bad_bool || bad_int) {
+    set_error("simcann: %s: output dtype %s is not supported by this op", c.op, dtype_name(od));
+    return kErrInvalid;
+  }
+  return kOk;
+}
+
 aclnnStatus binary(const BinaryCall& c, uint64_t* ws, aclOpExecutor** ex) {
   SIMCANN_CHECK(check_tensor(c.op, "out", c.out));
+  SIMCANN_CHECK(check_out_type(c));
   SIMCANN_CHECK(check_operand(c, "self", c.a, c.a_scalar));
   SIMCANN_CHECK(check_operand(c, "other", c.b, c.b_scalar));
   BinaryArgs args;
@@ -280,5 +295,73 @@ aclnnStatus aclnnInplaceMulsGetWorkspaceSize(aclTensor* selfRef, const aclScalar
   return simcann::ops::binary(c, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnInplaceMuls)
+
+// ---- sub (out = self - alpha * other) -----------------------------------------------------
+
+aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
+                                     const aclScalar* alpha, aclTensor* out, uint64_t* ws,
+                                     aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnSub", BinaryOp::kSub, self, nullptr, other, nullptr, alpha, out};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnSub)
+
+aclnnStatus aclnnSubsGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
+                                      const aclScalar* alpha, aclTensor* out, uint64_t* ws,
+                                      aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnSubs", BinaryOp::kSub, self, nullptr, nullptr, other, alpha, out};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnSubs)
+
+aclnnStatus aclnnInplaceSubGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
+                                            const aclScalar* alpha, uint64_t* ws,
+                                            aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnInplaceSub", BinaryOp::kSub, selfRef, nullptr, other,
+                     nullptr,           alpha,          selfRef};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceSub)
+
+aclnnStatus aclnnInplaceSubsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
+                                             const aclScalar* alpha, uint64_t* ws,
+                                             aclOpExecutor** ex) {
+  const BinaryCall c{
+      "aclnnInplaceSubs", BinaryOp::kSub, selfRef, nullptr, nullptr, other, alpha, selfRef};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceSubs)
+
+// ---- div (true division; rounding modes go through aclnnDivMod, not implemented) ----------
+
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
+                                     uint64_t* ws, aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnDiv", BinaryOp::kDiv, self, nullptr, other, nullptr, nullptr, out};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnDiv)
+
+aclnnStatus aclnnDivsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
+                                      uint64_t* ws, aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnDivs", BinaryOp::kDiv, self, nullptr, nullptr, other, nullptr, out};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnDivs)
+
+aclnnStatus aclnnInplaceDivGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
+                                            uint64_t* ws, aclOpExecutor** ex) {
+  const BinaryCall c{"aclnnInplaceDiv", BinaryOp::kDiv, selfRef, nullptr, other,
+                     nullptr,           nullptr,        selfRef};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceDiv)
+
+aclnnStatus aclnnInplaceDivsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
+                                             uint64_t* ws, aclOpExecutor** ex) {
+  const BinaryCall c{
+      "aclnnInplaceDivs", BinaryOp::kDiv, selfRef, nullptr, nullptr, other, nullptr, selfRef};
+  return simcann::ops::binary(c, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceDivs)
 
 }  // extern "C"

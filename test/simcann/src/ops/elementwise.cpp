@@ -458,9 +458,20 @@ class BinaryKernel : public Kernel {
   template <typename C>
   C apply(C a, C b, C alpha) const {
     if (std::is_same<C, bool>::value) {
+      // Only add and mul reach here (binary() rejects bool sub / div outputs).
       return op_ == BinaryOp::kAdd ? static_cast<C>(a || (alpha && b)) : static_cast<C>(a && b);
     }
-    return op_ == BinaryOp::kAdd ? static_cast<C>(a + alpha * b) : static_cast<C>(a * b);
+    switch (op_) {
+      case BinaryOp::kAdd:
+        return static_cast<C>(a + alpha * b);
+      case BinaryOp::kSub:
+        return static_cast<C>(a - alpha * b);
+      case BinaryOp::kMul:
+        return static_cast<C>(a * b);
+      case BinaryOp::kDiv:
+        return static_cast<C>(a / b);  // floating C only (binary() rejects integral outputs)
+    }
+    return C();
   }
 
   template <typename C>
@@ -472,7 +483,8 @@ class BinaryKernel : public Kernel {
     if (has_b_) ops.push_back(make_walker(b_, out_.sizes));
     const C sa = scalar_as<C>(a_scalar_);
     const C sb = scalar_as<C>(b_scalar_);
-    const C alpha = op_ == BinaryOp::kAdd ? scalar_as<C>(alpha_) : C(1);
+    const bool has_alpha = op_ == BinaryOp::kAdd || op_ == BinaryOp::kSub;
+    const C alpha = has_alpha ? scalar_as<C>(alpha_) : C(1);
     const aclDataType od = out_.dtype, ad = a_.dtype, bd = b_.dtype;
     for_each_element(out_.sizes, ops, [&](std::vector<char*>& p) {
       const C a = ia >= 0 ? load<C>(ad, p[ia]) : sa;

@@ -64,7 +64,8 @@ const char* dtype_name(aclDataType dtype);
 bool dtype_is_floating(aclDataType dtype);
 
 // The kinds of elementwise kernels the ops need.
-enum class BinaryOp { kAdd, kMul };
+// kAdd: a + alpha * b, kSub: a - alpha * b, kMul: a * b, kDiv: a / b (true division).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 
 // A kernel ready to run on a stream: what it computes and what memory it touches.
 struct Kernel {
@@ -86,7 +87,7 @@ struct BinaryArgs {
   const ScalarValue* a_scalar = nullptr;
   const TensorView* b = nullptr;
   const ScalarValue* b_scalar = nullptr;
-  ScalarValue alpha;  // used by kAdd only
+  ScalarValue alpha;  // used by kAdd / kSub only
 };
 std::shared_ptr<Kernel> make_binary_kernel(const TensorView& out, const BinaryArgs& args);
 

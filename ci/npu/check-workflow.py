@@ -85,14 +85,18 @@ def main() -> int:
                 f"job {name}: calls {SCRIPT} with --dry-run on the NPU",
             )
             joined = "\n".join(runs)
-            expect("--expect-soc" in joined and "matrix.soc" in joined,
-                   f"job {name}: does not pass --expect-soc from the matrix")
+            expect(
+                "--expect-soc" in joined and "matrix.soc" in joined,
+                f"job {name}: does not pass --expect-soc from the matrix",
+            )
             m = re.search(r'--junit-xml\s+(?:"([^"]+)"|(\S+))', joined)
             if expect(m is not None, f"job {name}: no --junit-xml PATH"):
                 junit = m.group(1) or m.group(2)
                 uploads = [
-                    s for s in job.get("steps", [])
-                    if isinstance(s, dict) and str(s.get("uses", "")).startswith("actions/upload-artifact")
+                    s
+                    for s in job.get("steps", [])
+                    if isinstance(s, dict)
+                    and str(s.get("uses", "")).startswith("actions/upload-artifact")
                 ]
                 if expect(bool(uploads), f"job {name}: no actions/upload-artifact step"):
                     up = uploads[0]
@@ -101,8 +105,10 @@ def main() -> int:
                         f"job {name}: uploads {(up.get('with') or {}).get('path')!r}, "
                         f"the script writes {junit!r}",
                     )
-                    expect("always()" in str(up.get("if", "")),
-                           f"job {name}: the upload does not run when the tests fail (if: always())")
+                    expect(
+                        "always()" in str(up.get("if", "")),
+                        f"job {name}: the upload does not run when the tests fail (if: always())",
+                    )
                 print(f"npu job {name!r}: runs-on {labels}, matrix.soc {socs}, JUnit {junit}")
     for name in dry_jobs:
         print(f"dry-run job {name!r}: runs-on {runs_on(jobs[name])}")

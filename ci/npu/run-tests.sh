@@ -18,6 +18,9 @@
 #   --expect-soc KIND    a2 or a3: refuse (exit 3) unless the NPU is of that kind
 #   --device LIST        export ASCEND_RT_VISIBLE_DEVICES=LIST for the whole run
 #   --no-install         skip the pip install (test what is installed already)
+#   --uninstall-after    pip uninstall torch_npu_pinpool when done, if this run installed it
+#                        (once installed, it activates in every torch process of that
+#                        environment through torch's backend autoload)
 #   -h, --help           this text
 #
 # Exit codes (also in ci/npu/README.md):
@@ -48,6 +51,7 @@ JUNIT=""
 EXPECT_SOC=""
 DEVICES=""
 DO_INSTALL=1
+UNINSTALL_AFTER=0
 EXTRA_PYTEST=()
 
 say() { printf '[npu-ci] %s\n' "$*"; }
@@ -87,6 +91,20 @@ run() {
     "$@" || rc=$?
     return "$rc"
 }
+# Probes run in an empty scratch directory: a python started in the source tree would see its
+# torch_npu_pinpool/ (and any *.egg-info) instead of what is installed.
+SCRATCH_DIR="$(mktemp -d)"
+UNINSTALL_ON_EXIT=0
+# shellcheck disable=SC2317  # called through `trap`
+on_exit() {
+    if ((UNINSTALL_ON_EXIT)); then
+        # --uninstall-after, once this run has installed the package.
+        printf '[npu-ci] + %s\n' "$(quote_cmd "$PY" -m pip uninstall -y torch_npu_pinpool)"
+        "$PY" -m pip uninstall -y torch_npu_pinpool || warn "pip uninstall torch_npu_pinpool failed"
+    fi
+    rm -rf "$SCRATCH_DIR"
+}
+trap on_exit EXIT
 # check: a read-only probe that runs in every mode. Its announcement goes to fd 3 (the
 # script's stdout), so that `out="$(check ...)"` captures only the command's output.
 exec 3>&1
@@ -124,6 +142,7 @@ while (($#)); do
             ;;
         --device=*) DEVICES="${1#*=}" ;;
         --no-install) DO_INSTALL=0 ;;
+        --uninstall-after) UNINSTALL_AFTER=1 ;;
         -h | --help)
             usage
             exit "$EXIT_OK"
@@ -194,7 +213,8 @@ fi
 if ! command -v "$PY" >/dev/null 2>&1; then
     refuse "$EXIT_UNSUPPORTED" "python '$PY' not found: pass --python or PYTHON= with the torch_npu environment's interpreter"
 fi
-PY_REAL="$("$PY" -c 'import sys; print(sys.executable)' 2>/dev/null)" ||
+[[ "$PY" == */* && "$PY" != /* ]] && PY="$PWD/$PY"
+PY_REAL="$(cd "$SCRATCH_DIR" && "$PY" -c 'import sys; print(sys.executable)' 2>/dev/null)" ||
     refuse "$EXIT_UNSUPPORTED" "'$PY' does not run"
 say "python: $PY ($PY_REAL, $("$PY" -c 'import sys; print(sys.version.split()[0])'))"
 # From here on the absolute path: some steps run in another directory.
@@ -216,7 +236,7 @@ unset PINPOOL_PAIR
 declare -A DIST=()
 while IFS='=' read -r k v; do
     [[ -n "$k" ]] && DIST["$k"]="$v"
-done < <("$PY" - <<'EOF'
+done < <(cd "$SCRATCH_DIR" && "$PY" - <<'EOF'
 import importlib.metadata as md
 for name in ("torch", "torch_npu", "torch_npu_pinpool", "pytest", "pip", "setuptools"):
     try:
@@ -361,7 +381,7 @@ NPU_COUNT=0
 if ((SOFTWARE_OK)); then
     probe_out=""
     probe_rc=0
-    probe_out="$(check timeout 600 "$PY" - <<'EOF' 2>&1
+    probe_out="$(cd "$SCRATCH_DIR" && check timeout 600 "$PY" - <<'EOF' 2>&1
 import torch
 import torch_npu  # noqa: F401
 ok = bool(torch.npu.is_available())
@@ -422,8 +442,7 @@ WORKDIR="$(dirname "$JUNIT")"
 if ((DRY_RUN)); then
     say "would create $WORKDIR"
     # The read-only checks below still need a directory outside the source tree.
-    CHECKDIR="$(mktemp -d)"
-    trap 'rm -rf "$CHECKDIR"' EXIT
+    CHECKDIR="$SCRATCH_DIR"
 else
     mkdir -p "$WORKDIR"
     CHECKDIR="$WORKDIR"
@@ -446,6 +465,14 @@ fi
 if ((DO_INSTALL)); then
     # --no-deps: never let pip touch torch / torch_npu (their wheels pin torch==X+cpu, which pip
     # would try to satisfy); --no-build-isolation: build against the torch that is installed.
+    if [[ -n "${DIST[torch_npu_pinpool]:-}" ]]; then
+        say "torch_npu_pinpool ${DIST[torch_npu_pinpool]} is installed already: this install replaces it"
+    fi
+    if ((UNINSTALL_AFTER && !DRY_RUN)); then
+        UNINSTALL_ON_EXIT=1
+    elif ((UNINSTALL_AFTER)); then
+        say "would run at exit: $(quote_cmd "$PY" -m pip uninstall -y torch_npu_pinpool)"
+    fi
     run "$PY" -m pip install --no-build-isolation --no-deps "$REPO" ||
         refuse "$EXIT_SETUP" "pip install of $REPO failed (see the build log above)"
 else

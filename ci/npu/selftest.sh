@@ -165,6 +165,14 @@ else
     FAIL=$((FAIL + 1))
     echo "FAIL JUnit XML $JX missing or wrong"
 fi
+case_ "--uninstall-after removes what it installed" 0 "pip uninstall -y torch_npu_pinpool" -- --python "$VPY" --junit-xml "$JX" --uninstall-after
+if (cd "$SCRATCH" && "$VPY" -c 'import importlib.metadata as m; m.version("torch_npu_pinpool")' 2>/dev/null); then
+    FAIL=$((FAIL + 1))
+    echo "FAIL torch_npu_pinpool still installed after --uninstall-after"
+else
+    PASS=$((PASS + 1))
+    echo "ok   torch_npu_pinpool gone after --uninstall-after"
+fi
 STUB_SOC=Ascend910_9391 STUB_NPU=2.13.0 STUB_TORCH=2.13.0 case_ "A3 detected" 0 "SoC Ascend910_9391 \(Atlas A3\)" -- --python "$VPY" --junit-xml "$JX" --expect-soc a3
 STUB_FAIL=1 case_ "failing test gives exit 1" 1 "tests FAILED" -- --python "$VPY" --junit-xml "$JX"
 # A CANN install: set_env.sh exports ASCEND_HOME_PATH; the version comes from the install.info.

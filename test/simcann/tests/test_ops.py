@@ -151,6 +151,7 @@ def test_eager_ops_match_cpu_and_go_through_aclnn(run_isolated):
     byte."""
     out = run_isolated(_EAGER, env={"SIMCANN_TRACE": "1"})
     assert out.result["failures"] == {}
+    assert "SIMCANN VIOLATION" not in out.stderr  # every declared range was live device memory
     # The traced entry points: every one of these ran as a task on a stream.
     for name in (
         "aclnnArange",
@@ -214,6 +215,7 @@ result = {"after_capture": after_capture, "replays": replays}
 def test_captured_ops_rerun_on_replay_with_current_inputs(run_isolated):
     """Ops captured in torch.npu.graph are not run at capture and re-read memory on replay."""
     out = run_isolated(_CAPTURE)
+    assert "SIMCANN VIOLATION" not in out.stderr
     assert out.result["after_capture"] == [[-1.0] * 8, [-1] * 8, [7.0] * 8]
     for k, (o, acc, zeroed) in enumerate(out.result["replays"]):
         assert o == [2.0 * (k + 1) + 1.0] * 8, f"replay {k}: out"

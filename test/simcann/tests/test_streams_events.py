@@ -18,7 +18,8 @@ def test_async_ordering_and_events(run_isolated):
         + r'''
 out = {}
 N = 4096
-simcann_set_task_delay_us(200000)
+# (1 s: generous, so that a loaded CI machine cannot make the race go the other way)
+simcann_set_task_delay_us(1000000)
 # 1. A host write issued right after a non_blocking H2D copy (no synchronize) reaches the device:
 #    the copy runs later, on the stream's worker.
 p = torch.full((N,), 1.0).pin_memory()
@@ -39,6 +40,7 @@ out["stream_pending"] = torch.npu.current_stream().query()
 e.synchronize()
 out["done"] = e.query()
 out["stream_done"] = torch.npu.current_stream().query()
+simcann_set_task_delay_us(200000)
 
 # 3. Cross-stream order through wait_event: s2's D2H waits for s1's (slow) H2D.
 s1, s2 = torch.npu.Stream(), torch.npu.Stream()

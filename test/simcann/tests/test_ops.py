@@ -137,6 +137,28 @@ check("arange/float_step", lambda: (torch.arange(-1, 2, 0.25, device=dev),
 check("full/0-dim", lambda: (torch.full((), 5.5, device=dev), torch.full((), 5.5)))
 check("zeros/empty", lambda: (torch.zeros(0, 3, device=dev), torch.zeros(0, 3)))
 check("add/0-dim+vector", lambda: (torch.full((), 2.0, device=dev) + f, torch.full((), 2.0) + f_c))
+# Random data: rounding must match PyTorch's CPU kernels too (fused a + alpha * b; a scalar
+# addend rounded to the tensor's dtype; float16 / bfloat16 computed in float).
+torch.manual_seed(0)
+for dname in ("float32", "float16", "bfloat16", "float64"):
+    dt = DTYPES[dname]
+    r_c, q_c = torch.randn(2048).to(dt), torch.randn(2048).to(dt)
+    r, q = r_c.to(dev), q_c.to(dev)
+    check(f"random/{dname}/add", lambda: (r + q, r_c + q_c))
+    check(f"random/{dname}/add_alpha",
+          lambda: (torch.add(r, q, alpha=0.3), torch.add(r_c, q_c, alpha=0.3)))
+    check(f"random/{dname}/sub_alpha",
+          lambda: (torch.sub(r, q, alpha=1.7), torch.sub(r_c, q_c, alpha=1.7)))
+    check(f"random/{dname}/adds", lambda: (r + 0.1, r_c + 0.1))
+    check(f"random/{dname}/subs", lambda: (r - 0.1, r_c - 0.1))
+    check(f"random/{dname}/mul", lambda: (r * q, r_c * q_c))
+    check(f"random/{dname}/muls", lambda: (r * 1.7, r_c * 1.7))
+    check(f"random/{dname}/div", lambda: (r / q, r_c / q_c))
+    check(f"random/{dname}/divs", lambda: (r / 3.0, r_c / 3.0))
+    check(f"random/{dname}/x*2+z", lambda: (r * 2 + q, r_c * 2 + q_c))
+    for tname in ("float16", "bfloat16", "float32", "int32"):
+        check(f"random/{dname}->{tname}",
+              lambda: ((r * 100).to(DTYPES[tname]), (r_c * 100).to(DTYPES[tname])))
 big_c = torch.linspace(-3, 3, 4096)
 check("float32/large x*2+z", lambda: (big_c.to(dev) * 2 + big_c.to(dev), big_c * 2 + big_c))
 torch.npu.synchronize()

@@ -319,6 +319,18 @@ void add_range(std::vector<MemRange>* out, const TensorView& v, bool write) {
   if (r.size != 0) out->push_back(r);
 }
 
+// A floating scalar rounded to the floating element type `dtype` (unchanged otherwise).
+ScalarValue rounded_to(aclDataType dtype, const ScalarValue& s) {
+  if (!dtype_is_floating(dtype) || dtype == ACL_DOUBLE || s.dtype == ACL_DT_UNDEFINED) return s;
+  char buf[8] = {0};
+  store<double>(dtype, buf, scalar_as<double>(s));
+  ScalarValue r = s;
+  r.as_double = load<double>(dtype, buf);
+  r.as_int = to_int64(r.as_double);
+  r.is_floating = true;
+  return r;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Kernels.
 
@@ -430,6 +442,13 @@ class BinaryKernel : public Kernel {
     if (has_b_) b_ = *args.b;
     if (args.a_scalar != nullptr) a_scalar_ = *args.a_scalar;
     if (args.b_scalar != nullptr) b_scalar_ = *args.b_scalar;
+    if (op_ == BinaryOp::kAdd || op_ == BinaryOp::kSub) {
+      // PyTorch's CPU add/sub cast a scalar operand and alpha to the result type first (a
+      // float16 tensor + 0.1 adds float16(0.1)); mul and div keep the scalar in float.
+      a_scalar_ = rounded_to(out_.dtype, a_scalar_);
+      b_scalar_ = rounded_to(out_.dtype, b_scalar_);
+      alpha_ = rounded_to(out_.dtype, alpha_);
+    }
   }
 
   aclError run() const override {
@@ -455,6 +474,14 @@ class BinaryKernel : public Kernel {
   }
 
  private:
+  // x * y + z: fused (one rounding) for floating types, like PyTorch's vectorized CPU add
+  // (vec::fmadd), so that results with alpha != 1 match it bit for bit.
+  template <typename C>
+  static C multiply_add(C x, C y, C z) {
+    if (std::is_floating_point<C>::value) return static_cast<C>(std::fma(x, y, z));
+    return static_cast<C>(x * y + z);
+  }
+
   template <typename C>
   C apply(C a, C b, C alpha) const {
     if (std::is_same<C, bool>::value) {
@@ -463,9 +490,9 @@ class BinaryKernel : public Kernel {
     }
     switch (op_) {
       case BinaryOp::kAdd:
-        return static_cast<C>(a + alpha * b);
+        return multiply_add(alpha, b, a);
       case BinaryOp::kSub:
-        return static_cast<C>(a - alpha * b);
+        return multiply_add(static_cast<C>(-alpha), b, a);
       case BinaryOp::kMul:
         return static_cast<C>(a * b);
       case BinaryOp::kDiv:

@@ -531,12 +531,16 @@ void PinPoolHostAllocatorImpl::abort_capture(uint64_t token) {
 }
 
 void PinPoolHostAllocatorImpl::release_pool(c10::MempoolId_t pool_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  GraphPool* pool = pool_for_id_locked(pool_id);
-  if (pool == nullptr) {
-    return;  // a pool this allocator never saw (graph captured before activation)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    GraphPool* pool = pool_for_id_locked(pool_id);
+    if (pool == nullptr) {
+      return;  // a pool this allocator never saw (graph captured before activation)
+    }
+    release_use_locked(pool);
   }
-  release_use_locked(pool);
+  // Fence the replay streams now, so the memory comes back as soon as they are done.
+  process_pending();
 }
 
 void PinPoolHostAllocatorImpl::note_replay(c10::MempoolId_t pool_id) {

@@ -17,7 +17,7 @@ __all__ = ["__version__", "activate", "is_active", "pool_stats", "mode"]
 
 log = logging.getLogger("torch_npu_pinpool")
 _lock = threading.Lock()
-_C: Any = None
+_ext: Any = None  # the loaded extension (torch_npu_pinpool._C) once active
 
 
 def _parse(version: str) -> tuple[int, int]:
@@ -75,15 +75,15 @@ def activate() -> bool:
     off with ``TORCH_NPU_PINPOOL=0`` (then nothing is registered or patched). Safe after
     pinned tensors exist: their frees and events still go to torch_npu's allocator.
     """
-    global _C
+    global _ext
     if _disabled():
         return False
     with _lock:
-        if _C is not None and _C.is_active():
+        if _ext is not None and _ext.is_active():
             return False
         ext = _load_extension()
         newly = ext.activate()
-        _C = ext
+        _ext = ext
         if newly:
             from . import _hooks
 
@@ -98,7 +98,7 @@ def activate() -> bool:
 
 def is_active() -> bool:
     """Whether our allocator is the one in ATen's host-allocator registry."""
-    return _C is not None and _C.registered_is_ours()
+    return _ext is not None and _ext.registered_is_ours()
 
 
 def pool_stats() -> list[dict[str, Any]]:
@@ -106,10 +106,10 @@ def pool_stats() -> list[dict[str, Any]]:
     it), ``capturing``, ``retiring`` (no graph left; blocks wait for the last replays),
     ``blocks``, ``bytes_held``, ``bytes_in_use``, ``adopted_blocks`` (pinned before the
     capture and used by it)."""
-    if _C is None:
+    if _ext is None:
         return []
-    _C.process_pending()
-    return list(_C.pool_stats())
+    _ext.process_pending()
+    return list(_ext.pool_stats())
 
 
 def _autoload() -> None:

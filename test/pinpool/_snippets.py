@@ -11,7 +11,14 @@ import os
 
 import pytest
 
-PRELUDE = r'''
+# The child runs with the repository as its working directory; drop it from sys.path so the
+# *installed* package (with its built extension) is imported, not the source tree.
+INSTALLED = r'''
+import os as _os, sys as _sys
+_sys.path[:] = [p for p in _sys.path if p not in ("", ".", _os.getcwd())]
+'''
+
+PRELUDE = INSTALLED + r'''
 import ctypes, gc, os, threading
 import torch, torch_npu
 import torch_npu_pinpool

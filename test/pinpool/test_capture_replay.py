@@ -70,6 +70,8 @@ def test_replay_reads_captured_bytes(run_isolated, plugin):
         assert o["a"] == [1.0]
         assert o["b"] == [2.0]
     else:
-        assert o["b"] == [9.0], "native recycles a pre-capture block freed inside a capture"
+        # The block went back to the cache (and on to the system): replay reads whatever
+        # is there now - the next owner's bytes, or freed memory.
+        assert o["b"] != [2.0], "native recycles a pre-capture block freed inside a capture"
         if not native_pools():
-            assert o["a"] == [9.0], "native <= 2.10 recycles a block freed inside a capture"
+            assert o["a"] != [1.0], "native <= 2.10 recycles a block freed inside a capture"

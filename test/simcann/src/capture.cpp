@@ -200,6 +200,23 @@ aclError check_sync_mode_impl(const char* api) {
   return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
 }
 
+// Writes the task list of a model as JSON (aclmdlRIDebugJsonPrint, see abi_neutral.cpp).
+int debug_json(void* modelRI, const char* path) {
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Model> m = find_model(modelRI);
+  if (!m || path == nullptr) return ACL_ERROR_INVALID_PARAM;
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::fprintf(f, "{\"model\": %u, \"tasks\": [", m->id);
+  for (size_t i = 0; i < m->tasks.size(); ++i) {
+    std::fprintf(f, "%s{\"stream\": %u, \"name\": \"%s\"}", i ? ", " : "", m->tasks[i].stream_id,
+                 m->tasks[i].name);
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
+  return ACL_SUCCESS;
+}
+
 }  // namespace simcann
 
 using namespace simcann;
@@ -417,24 +434,6 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(aclmdlRI modelRI) {
     std::printf("  [%zu] stream %u %s\n", i, m->tasks[i].stream_id, m->tasks[i].name);
   }
   std::fflush(stdout);
-  return ACL_SUCCESS;
-}
-
-ACL_FUNC_VISIBILITY aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char* path,
-                                                    uint32_t) {
-  SIMCANN_API();
-  std::lock_guard<std::mutex> lock(capture_mutex());
-  std::shared_ptr<Model> m = find_model(modelRI);
-  if (!m || path == nullptr) return ACL_ERROR_INVALID_PARAM;
-  FILE* f = std::fopen(path, "w");
-  if (f == nullptr) return ACL_ERROR_INVALID_PARAM;
-  std::fprintf(f, "{\"model\": %u, \"tasks\": [", m->id);
-  for (size_t i = 0; i < m->tasks.size(); ++i) {
-    std::fprintf(f, "%s{\"stream\": %u, \"name\": \"%s\"}", i ? ", " : "", m->tasks[i].stream_id,
-                 m->tasks[i].name);
-  }
-  std::fprintf(f, "]}\n");
-  std::fclose(f);
   return ACL_SUCCESS;
 }
 

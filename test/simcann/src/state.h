@@ -15,6 +15,17 @@
 
 #include "internal.h"
 
+// Codes older wheels' headers (2.8 / 2.9) do not define yet (values: rt_error_codes.h of 2.10+).
+#ifndef ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD
+#define ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD 107038
+#endif
+#ifndef ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED
+#define ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED 107036
+#endif
+#ifndef ACL_ERROR_RT_MODEL_RUNNING
+#define ACL_ERROR_RT_MODEL_RUNNING 107037
+#endif
+
 namespace simcann {
 
 // ---- configuration (environment, read once) ----

@@ -310,10 +310,10 @@ def test_ops_are_asynchronous_and_stream_ordered(run_isolated):
     """With a per-task device delay, launching returns at once and the results respect stream
     order, also across streams joined by events. TASK_QUEUE_ENABLE=0: the aclnn launch runs on
     the Python thread itself, so a synchronous launch would show in `issue`."""
-    out = run_isolated(_ASYNC, env={"TASK_QUEUE_ENABLE": "0", "SIMCANN_TASK_DELAY_US": "50000"})
+    out = run_isolated(_ASYNC, env={"TASK_QUEUE_ENABLE": "0", "SIMCANN_TASK_DELAY_US": "100000"})
     r = out.result
     want_y = [(2.0 * i + 7.0) * 3.0 for i in range(8)]
     assert r["y"] == want_y
     assert r["v"] == [2.0 * (y + 1.0) for y in want_y]
-    # 4 tasks x 50 ms: launching them must not have waited for them.
+    # 4 tasks x 100 ms: launching them must not have waited for them.
     assert r["issue"] < r["wait"], r

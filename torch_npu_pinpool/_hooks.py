@@ -53,10 +53,11 @@ def _refuse_expandable_segments() -> None:
     if "pin_memory_expandable_segments:true" in conf:
         raise RuntimeError(
             "torch_npu_pinpool: graph capture is not supported with "
-            "PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True on torch_npu <= 2.10 "
-            "(torch_npu >= 2.11 refuses it too): pinned blocks of expandable segments cannot "
-            "be kept alive per graph. Remove pin_memory_expandable_segments from "
-            "PYTORCH_NPU_ALLOC_CONF to capture graphs."
+            "PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True: torch_npu's copy "
+            "kernels do not report every use of expandable pinned blocks to the host "
+            "allocator, so a captured block could not be kept alive for its graph. Remove "
+            "pin_memory_expandable_segments from PYTORCH_NPU_ALLOC_CONF to capture graphs "
+            "(eager pinned memory works either way)."
         )
 
 
@@ -76,6 +77,7 @@ def install(ext: Any, native_pools: bool) -> None:
     if native_pools:
 
         def capture_begin(self, *args, **kwargs):
+            _refuse_expandable_segments()
             seq = ext.seq()
             try:
                 return orig_begin(self, *args, **kwargs)

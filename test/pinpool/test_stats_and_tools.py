@@ -1,0 +1,105 @@
+"""Introspection stays truthful (host_memory_stats, pool_stats), the doctor works, and
+expandable pinned segments never corrupt a capture silently."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ._snippets import INSTALLED, ON_OFF, PRELUDE, env_for, native_pools
+
+STATS = r"""
+torch.npu.set_stream(torch.npu.Stream())
+out = {}
+torch_npu.npu.host_empty_cache()
+def allocated():
+    return torch_npu.npu.host_memory_stats().get("allocated_bytes.current", 0)
+before = allocated()
+dev = torch.zeros(4096, device="npu")
+g = torch.npu.NPUGraph()
+with torch.npu.graph(g):
+    x = pinned(1.0, 4096)              # 16 KiB, used by the capture
+    dev.copy_(x, non_blocking=True)
+    del x
+torch_npu.npu.host_empty_cache()
+out["during"] = allocated() - before
+out["pools"] = [
+    {k: p[k] for k in ("graphs", "blocks", "bytes_held", "bytes_in_use", "retiring")}
+    for p in torch_npu_pinpool.pool_stats()
+]
+g.replay()
+del g
+gc.collect()
+torch.npu.synchronize()
+torch_npu.npu.host_empty_cache()
+out["after"] = allocated() - before
+out["pools_after"] = torch_npu_pinpool.pool_stats()
+result = out
+"""
+
+
+@ON_OFF
+def test_host_memory_stats_count_graph_pools(run_isolated, plugin):
+    """The bytes a graph pool holds show in ``host_memory_stats()`` and ``pool_stats()``
+    while the graph lives and leave when it goes. With the plugin off on >= 2.11 the
+    stats never go back down (the block leaks)."""
+    o = run_isolated(PRELUDE + STATS, env=env_for(plugin)).result
+    if plugin:
+        assert o["during"] == 16384
+        assert o["pools"] == [
+            {"graphs": 1, "blocks": 1, "bytes_held": 16384, "bytes_in_use": 0, "retiring": False}
+        ]
+        assert o["after"] == 0 and o["pools_after"] == []
+    elif native_pools():
+        assert o["after"] == 16384, "native >= 2.11 leaks the used capture block"
+
+
+def test_doctor():
+    """``python -m torch_npu_pinpool doctor`` reports versions, the simulator, the mode, and
+    passes its self-test; with the plugin off it exits non-zero."""
+    cmd = [sys.executable, "-c", INSTALLED + "import runpy; runpy.run_module('torch_npu_pinpool', run_name='__main__')", "doctor"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "simulated CANN runtime" in r.stdout
+    assert "backport" in r.stdout or "native-present" in r.stdout
+    assert "self-test:          PASS" in r.stdout
+    off = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300,
+        env={**__import__("os").environ, "TORCH_NPU_PINPOOL": "0"},
+    )
+    assert off.returncode != 0
+
+
+EXPANDABLE = r"""
+torch.npu.set_stream(torch.npu.Stream())
+out = {}
+eager = pinned(3.0)
+d = torch.zeros(N, device="npu"); d.copy_(eager, non_blocking=True); torch.npu.synchronize()
+out["eager"] = values(d)
+try:
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        x = pinned(1.0)
+        d.copy_(x, non_blocking=True)
+        del x
+    others = [pinned(9.0) for _ in range(4)]
+    g.replay(); torch.npu.synchronize()
+    out["replay"] = values(d)
+except Exception as e:
+    out["error"] = str(e)
+result = out
+"""
+
+
+@ON_OFF
+def test_expandable_segments_refused_at_capture(run_isolated, plugin):
+    """``pin_memory_expandable_segments:True``: eager pinned copies work; a capture is
+    refused with a message naming the setting, never silently corrupted. With the plugin
+    off nothing refuses it (torch_npu 2.10 and 2.13.0; later torch_npu refuses itself)."""
+    env = env_for(plugin, PYTORCH_NPU_ALLOC_CONF="pin_memory_expandable_segments:True")
+    o = run_isolated(PRELUDE + EXPANDABLE, env=env).result
+    assert o["eager"] == [3.0]
+    if plugin:
+        assert "pin_memory_expandable_segments" in o.get("error", ""), o
+    else:
+        assert "pin_memory_expandable_segments" not in o.get("error", "")

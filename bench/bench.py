@@ -114,6 +114,8 @@ def run_worker(mode, cfg, timeout):
         }
     res["mode"] = mode
     res["returncode"] = p.returncode
+    if mode == "plugin" and not res["info"].get("plugin_active"):
+        res["failed"] = "torch_npu_pinpool imported but not active (is_active() is False)"
     res["wall_seconds"] = time.perf_counter() - t0
     res["violation_lines"] = len(viol)
     res["violation_examples"] = viol[:5]
@@ -137,6 +139,7 @@ def machine():
         "python": platform.python_version(),
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": platform.node(),
+        "loadavg_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
 
 
@@ -248,6 +251,7 @@ def aggregate(trials):
             "cycles": f["cycles"],
             "growth_sim_live": [x["growth_sim_live"] for x in fs],
             "growth_stats_allocated_bytes": [x["growth_stats_allocated_bytes"] for x in fs],
+            "growth_sim_live_2nd_empty": [x.get("growth_sim_live_2nd_empty") for x in fs],
             "baseline": f["baseline"],
             "end": f["end"],
             "trajectory": f["trajectory"],
@@ -391,6 +395,7 @@ def table(S, meta):
             w(
                 f"   {mode:<7} K={x['cycles']:<4} sim live growth {', '.join(fmt_bytes(v) for v in x['growth_sim_live'])}"
                 f" | host_memory_stats allocated_bytes growth {', '.join(fmt_bytes(v) for v in x['growth_stats_allocated_bytes'])}"
+                f" | after a 2nd host_empty_cache {', '.join(fmt_bytes(v) for v in x['growth_sim_live_2nd_empty'])}"
                 f" | wrong bytes on replay: persistent {sum(x['wrong_bytes_keep'])}, temp {sum(x['wrong_bytes_tmp'])}"
             )
     if "verdict" in p3:
@@ -407,7 +412,7 @@ def table(S, meta):
                 continue
             w(
                 f"   {mode:<7}{e['workload']:<7} {'shared' if e['shared'] else 'separate':<9} one graph {fmt_bytes(e['one_graph_bytes']):>10}"
-                f"  all graphs {fmt_bytes(e['held_bytes']):>10}  after reset {fmt_bytes(e['after_reset_bytes']):>10}  wrong bytes {e['wrong_bytes']}"
+                f"  all graphs {fmt_bytes(e['held_bytes']):>10}  after reset {fmt_bytes(e['after_reset_bytes']):>10} ({fmt_bytes(e.get('after_reset_2nd_empty_bytes'))} after 2nd empty)  wrong bytes {e['wrong_bytes']}"
             )
     if "verdict_bounce_shared_eq_one_graph" in p4:
         w(f"   plugin bounce shared == one graph: {p4['verdict_bounce_shared_eq_one_graph']}")
@@ -454,11 +459,19 @@ def plot(S, meta, path):
     ]
     ys = [r["ratio_of_medians"] for r in rows]
     lo = [
-        r["ratio_of_medians"] - (r["paired_trial_ratio"] or {"min": r["ratio_of_medians"]})["min"]
+        max(
+            0.0,
+            r["ratio_of_medians"]
+            - (r["paired_trial_ratio"] or {"min": r["ratio_of_medians"]})["min"],
+        )
         for r in rows
     ]
     hi = [
-        (r["paired_trial_ratio"] or {"max": r["ratio_of_medians"]})["max"] - r["ratio_of_medians"]
+        max(
+            0.0,
+            (r["paired_trial_ratio"] or {"max": r["ratio_of_medians"]})["max"]
+            - r["ratio_of_medians"],
+        )
         for r in rows
     ]
     colors = [
@@ -471,6 +484,10 @@ def plot(S, meta, path):
     ]
     x = range(len(rows))
     a1.bar(x, ys, yerr=[lo, hi], color=colors, capsize=3)
+    for xi, y in zip(x, ys):
+        a1.text(
+            xi, 0.03, f"{y:.2f}", ha="center", va="bottom", fontsize=7, rotation=90, color="white"
+        )
     a1.axhline(1.0, color="k", lw=1, ls="--")
     a1.set_xticks(list(x))
     a1.set_xticklabels(labels, fontsize=7)

@@ -129,9 +129,15 @@ def held_bytes(sim: Sim) -> dict:
     torch.npu.synchronize()
     host_empty_cache()
     st = host_stats()
-    return {
+    out = {
         "sim_live": sim.host_bytes_live(),
         "stats_allocated_bytes": st.get("allocated_bytes.current"),
         "stats_active_bytes": st.get("active_bytes.current"),
         "stats_allocations": st.get("allocations.current"),
     }
+    # An allocator may retire blocks lazily (after an event it records in empty_cache): what a
+    # second host_empty_cache right after leaves tells "deferred" from "leaked".
+    torch.npu.synchronize()
+    host_empty_cache()
+    out["sim_live_2nd_empty"] = sim.host_bytes_live()
+    return out

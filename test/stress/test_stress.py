@@ -31,7 +31,12 @@ if not os.environ.get("SIMCANN_LIB_DIR"):
     )
 
 _HEAD = """
-import os, sys
+import os, sys, glob
+# `python -c` puts the working directory first on sys.path: run from the repo root, the source
+# tree's torch_npu_pinpool/ (no compiled _C unless built in place) would shadow the installed one.
+_src = os.path.join(os.getcwd(), "torch_npu_pinpool")
+if os.path.isdir(_src) and not glob.glob(os.path.join(_src, "_C*.so")):
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 sys.path.insert(0, {here!r})
 from stresslib import *
 import gc, json, random, threading, time
@@ -193,10 +198,8 @@ def test_r1_random_cycles(run_isolated):
 # nothing leaked.
 # ------------------------------------------------------------------------------------------------
 R2_PRELUDE = """
+import traceback
 warm_up()
-base = held()
-v0 = sim.violations()
-out = {"raised": None, "message": None}
 
 def check_after():
     # a following capture + replay with a pinned input, and eager use, must be correct
@@ -221,7 +224,7 @@ def check_after():
     del g
     return w
 
-def finish():
+def finish(out, base, v0):
     # A failed capture_begin / capture_end leaves torch.npu.graph's side stream current (its
     # __exit__ never runs): go back to the default stream as user code would.
     torch.npu.set_stream(torch.npu.default_stream())
@@ -231,6 +234,24 @@ def finish():
     out["end"] = held()
     out["violations"] = sim.violations() - v0
     return out
+"""
+
+# All R2 cases run one after another in ONE interpreter (an interpreter start costs ~5-15 s on
+# the 2-core CI machine): each case is a function; the allocator must be consistent after each
+# fault, before the next case starts. A case that crashes the interpreter fails every case.
+R2_DRIVER = """
+results = {{}}
+for name in {order!r}:
+    out = {{"raised": None, "message": None}}
+    base = held()
+    v0 = sim.violations()
+    try:
+        globals()["case_" + name](out)
+        finish(out, base, v0)
+    except Exception:
+        out["crash"] = traceback.format_exc()[-2500:]
+    results[name] = out
+result = results
 """
 
 R2_CASES = {
@@ -258,7 +279,6 @@ R2_CASES = {
         except Exception as e:
             out["capture_usable"] = repr(e)[:200]
         g.reset(); del g, hs
-        result = finish()
     """,
     "capture_begin_fails": """
         g = torch.npu.NPUGraph()
@@ -276,7 +296,6 @@ R2_CASES = {
         x = torch.ones(1 << 16, dtype=U8).pin_memory(); del x
         del g
         h = None
-        result = finish()
     """,
     "capture_end_fails": """
         g = torch.npu.NPUGraph()
@@ -295,7 +314,6 @@ R2_CASES = {
         except Exception as e:
             out["reset_error"] = repr(e)[:300]
         del g
-        result = finish()
     """,
     "invalidated_capture": """
         g = torch.npu.NPUGraph()
@@ -324,7 +342,6 @@ R2_CASES = {
         except Exception as e:
             out["reset_error"] = repr(e)[:300]
         del g
-        result = finish()
     """,
     "exception_inside_capture": """
         class Boom(Exception):
@@ -346,7 +363,6 @@ R2_CASES = {
         except Exception as e:
             out["reset_error"] = repr(e)[:300]
         del g
-        result = finish()
     """,
     "reset_twice": """
         g = torch.npu.NPUGraph()
@@ -363,7 +379,6 @@ R2_CASES = {
         except Exception as e:
             out["raised"], out["message"] = type(e).__name__, str(e)[:500]
         del g
-        result = finish()
     """,
     "collect_orders": """
         import itertools
@@ -404,16 +419,45 @@ R2_CASES = {
             gc.collect()
             out["orders"] += 1
         out["wrong_replay"] = w
-        result = finish()
     """,
 }
 
 
-@pytest.mark.parametrize("case", sorted(R2_CASES))
-def test_r2_faults(run_isolated, case):
-    iso = scenario(run_isolated, R2_PRELUDE + textwrap.dedent(R2_CASES[case]))
-    r = iso.result
-    assert r is not None, describe(iso)
+# invalidated_capture last: torch_npu's task queue carries the failed copy's error.
+R2_ORDER = [
+    "reset_twice",
+    "exception_inside_capture",
+    "collect_orders",
+    "malloc_host_in_capture",
+    "capture_begin_fails",
+    "capture_end_fails",
+    "invalidated_capture",
+]
+assert sorted(R2_ORDER) == sorted(R2_CASES)
+
+
+def r2_program() -> str:
+    parts = [R2_PRELUDE]
+    for name in R2_ORDER:
+        body = textwrap.indent(textwrap.dedent(R2_CASES[name]).strip("\n"), "    ")
+        parts.append(f"def case_{name}(out):\n{body}\n    return out\n")
+    parts.append(R2_DRIVER.format(order=R2_ORDER))
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def r2_run():
+    from conftest import run_snippet  # test/conftest.py (module scope cannot use run_isolated)
+
+    return scenario(run_snippet, r2_program(), expect_ok=False)
+
+
+@pytest.mark.parametrize("case", R2_ORDER)
+def test_r2_faults(r2_run, case):
+    iso = r2_run
+    assert iso.result is not None and case in iso.result, describe(iso)
+    r = iso.result[case]
+    assert "crash" not in r, r.get("crash", "") + "\n" + describe(iso)
     if case == "malloc_host_in_capture":
         # a Python exception, or an allocator that recovered by retrying with a valid block
         assert r["raised"] is not None or r.get("recovered") is True, describe(iso)
@@ -429,7 +473,7 @@ def test_r2_faults(run_isolated, case):
         assert r["capturing_after"] is False, describe(iso)
     assert r.get("wrong_replay", 0) == 0, describe(iso)
     assert r["wrong_after"] == 0, describe(iso)
-    assert r["violations"] == 0 and not violations(iso), describe(iso)
+    assert r["violations"] == 0, describe(iso)
     assert r["end"]["sim_live"] == r["base"]["sim_live"], "leaked pinned bytes\n" + describe(iso)
     assert r["end"]["allocated_bytes"] == r["base"]["allocated_bytes"], describe(iso)
 
@@ -572,3 +616,45 @@ def test_freed_in_capture_replay_reads_own_bytes(run_isolated, plugin):
         assert r["wrong"] > 0, "expected the native allocator to corrupt this replay\n" + describe(
             iso
         )
+
+
+# ------------------------------------------------------------------------------------------------
+# The user-level promise behind P3: after the graphs are reset and the device synchronized, ONE
+# host_empty_cache() gives every capture-time block back to the runtime.
+# ------------------------------------------------------------------------------------------------
+SINGLE_EMPTY_BODY = """
+warm_up()
+base = held()
+n = 65536
+d1 = torch.empty(n, dtype=U8, device="npu")
+d2 = torch.empty(n, dtype=U8, device="npu")
+g = torch.npu.NPUGraph()
+with torch.npu.graph(g):
+    h_keep = torch.full((n,), 1, dtype=U8).pin_memory()
+    d1.copy_(h_keep, non_blocking=True)
+    h_tmp = torch.full((n,), 2, dtype=U8).pin_memory()
+    d2.copy_(h_tmp, non_blocking=True)
+    del h_tmp
+g.replay()
+torch.npu.synchronize()
+g.reset()
+del g, h_keep
+gc.collect()
+torch.npu.synchronize()
+host_empty_cache()
+result = {"base": base["sim_live"], "after_one_empty": sim.host_bytes_live(),
+          "after_two": held()["sim_live"]}
+"""
+
+
+@pytest.mark.xfail(
+    reason="plugin defect reported in issue #4: a reset graph's host pool retires lazily; the "
+    "first host_empty_cache() after reset + synchronize may leave its blocks (the next one frees)",
+    strict=False,
+)
+def test_single_host_empty_cache_releases(run_isolated):
+    iso = scenario(run_isolated, SINGLE_EMPTY_BODY)
+    r = iso.result
+    assert r is not None, describe(iso)
+    assert r["after_two"] == r["base"], describe(iso)
+    assert r["after_one_empty"] == r["base"], describe(iso)

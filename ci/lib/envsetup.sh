@@ -10,8 +10,8 @@
 #   ROOT/PAIR/                  the venv
 #   ROOT/PAIR/.pinpool-stamp    written last: what was installed. A venv without a matching
 #                               stamp (an interrupted or older install) is deleted and redone.
-#   ROOT/PAIR/simcann/lib/      the simulated CANN runtime, built for this venv's python
-#   ROOT/PAIR/simcann/.stamp    hash of test/simcann's sources it was built from
+#   ROOT/PAIR/simcann/HASH/lib/ the simulated CANN runtime built from the test/simcann sources
+#                               whose hash is HASH, for this venv's python
 #   ROOT/PAIR.log               the log of the last install / build step
 #   ROOT/PAIR.lock              flock: two shells setting up the same pair wait for each other
 set -euo pipefail
@@ -119,25 +119,33 @@ fi
 PY="$VENV/bin/python"
 
 # --- 2. the simulated CANN runtime ------------------------------------------------------------
+# One build per source hash, under ROOT/PAIR/simcann/HASH/: checkouts with different simulator
+# sources share the env without rebuilding in turn, and a build never replaces a lib dir that a
+# running test session still has on its LD_LIBRARY_PATH. The least recently used ones beyond
+# the newest $SIM_KEEP are deleted.
 SIM_SRC="$REPO/test/simcann"
-SIM_DIR="$VENV/simcann"
+SIM_BASE="$VENV/simcann"
+SIM_KEEP=6
 if [[ ! -f "$SIM_SRC/build.sh" ]]; then
     LOG= die "building the simulated CANN runtime" \
         "$SIM_SRC/build.sh does not exist in this checkout yet (the simulator is not on this branch)"
 fi
-# Hash every file under test/simcann except its tests, docs, build output and caches, plus the python it is
-# built for, so an edited source or a different interpreter rebuilds it.
+# Hash every file under test/simcann except its tests, docs, build output and caches, plus the
+# python it is built for, so an edited source or a different interpreter rebuilds it.
 sim_hash="$(
     cd "$SIM_SRC" &&
         { find . -type f ! -path './tests/*' ! -path '*/build/*' ! -path '*/__pycache__/*' \
-            ! -name '*.pyc' ! -name '*.o' ! -name '*.so' ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
-        echo "python=$PY $(readlink -f "$PY")"; } | sha256sum | cut -d' ' -f1
+            ! -name '*.pyc' ! -name '*.o' ! -name '*.so' ! -name '*.md' -print0 |
+            LC_ALL=C sort -z | xargs -0 sha256sum
+        echo "python=$PY $(readlink -f "$PY")"; } | sha256sum | cut -c1-16
 )"
-if [[ ! -f "$SIM_DIR/.stamp" || "$(cat "$SIM_DIR/.stamp")" != "$sim_hash" ]]; then
+SIM_DIR="$SIM_BASE/$sim_hash"
+if [[ ! -f "$SIM_DIR/.stamp" ]]; then
     start=$SECONDS
     say "building the simulated CANN runtime into $SIM_DIR (log: $LOG)"
+    mkdir -p "$SIM_BASE"
     rm -rf "$SIM_DIR.new"
-    printf '\n=== simulator build %s ===\n' "$(date -u +%FT%TZ)" >>"$LOG"
+    printf '\n=== simulator build %s (%s) ===\n' "$(date -u +%FT%TZ)" "$SIM_SRC" >>"$LOG"
     run_logged "building the simulated CANN runtime (test/simcann/build.sh)" \
         "read the log above; rerun 'bash test/simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
         bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new"
@@ -148,6 +156,12 @@ if [[ ! -f "$SIM_DIR/.stamp" || "$(cat "$SIM_DIR/.stamp")" != "$sim_hash" ]]; th
     mv "$SIM_DIR.new" "$SIM_DIR"
     say "simulator built in $((SECONDS - start)) s"
 fi
+touch "$SIM_DIR/.stamp" # most recently used
+# shellcheck disable=SC2012
+ls -1dt "$SIM_BASE"/*/.stamp 2>/dev/null | tail -n +$((SIM_KEEP + 1)) | while read -r old; do
+    d="$(dirname "$old")"
+    [[ "$(basename "$d")" =~ ^[0-9a-f]{16}$ ]] && rm -rf "$d"
+done
 
 # --- 3. the exports ---------------------------------------------------------------------------
 q() { printf '%q' "$1"; }

@@ -37,7 +37,7 @@ LIB="$OUT/lib"
 OBJ="$OUT/obj"
 GEN="$OUT/gen"
 rm -rf "$OBJ" "$GEN"
-mkdir -p "$LIB" "$OBJ" "$GEN"
+mkdir -p "$LIB" "$OBJ" "$GEN" "$OUT/cache"
 
 # Locate torch / torch_npu without importing them (torch_npu needs this library to import).
 read -r TNPU TORCH PYEXE PYLIB < <(TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" - <<'PYEOF'
@@ -67,9 +67,18 @@ CXXFLAGS=(-std=c++17 -O1 -g0 -fPIC -pthread -Wall -Wno-unused-parameter -I"$SRC"
 
 # 1. Compile every source under src/ (runtime + src/ops), in parallel.
 mapfile -t SOURCES < <(cd "$SRC" && find . -name '*.cpp' | sed 's|^\./||' | sort)
+# Objects are cached in DIR/cache by a hash of the source, every header under src/, the flags and
+# the compiler, so a rebuild only compiles what changed.
+HDR_SUM=$( (cd "$SRC" && find . -name '*.h' | sort | xargs cat; cat "$INC"/acl/*.h; echo "${CXXFLAGS[*]}"; g++ --version) \
+  | sha1sum | cut -c1-40)
 compile() {  # $1: path relative to src/
   local o="$OBJ/$(echo "$1" | tr / _ | sed 's/\.cpp$/.o/')"
-  g++ "${CXXFLAGS[@]}" -c "$SRC/$1" -o "$o"
+  local key
+  key=$( (echo "$HDR_SUM"; cat "$SRC/$1") | sha1sum | cut -c1-40)
+  if [ ! -f "$OUT/cache/$key.o" ]; then
+    g++ "${CXXFLAGS[@]}" -c "$SRC/$1" -o "$OUT/cache/$key.o.tmp.$$" && mv "$OUT/cache/$key.o.tmp.$$" "$OUT/cache/$key.o" || return 1
+  fi
+  cp "$OUT/cache/$key.o" "$o"
 }
 pids=()
 for s in "${SOURCES[@]}"; do

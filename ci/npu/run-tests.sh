@@ -227,8 +227,8 @@ for v in $(compgen -e | grep '^SIMCANN_' || true); do
 done
 if [[ ":${LD_LIBRARY_PATH:-}:" == *simcann* ]]; then
     warn "removing the simulator's directories from LD_LIBRARY_PATH"
-    LD_LIBRARY_PATH="$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v simcann | paste -sd: -)"
-    export LD_LIBRARY_PATH
+    LD_LIBRARY_PATH="$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | { grep -v simcann || true; } | paste -sd: -)"
+    if [[ -n "$LD_LIBRARY_PATH" ]]; then export LD_LIBRARY_PATH; else unset LD_LIBRARY_PATH; fi
 fi
 unset PINPOOL_PAIR
 
@@ -529,7 +529,14 @@ fi
 if ((DRY_RUN)); then
     printf '[npu-ci] would run: (cd %q && %s)\n' "$WORKDIR" "$(quote_cmd "${RUN_PYTEST[@]}")"
     section "dry run done"
-    say "every check passed; exit $EXIT_OK (a real run here would exit $( ((NPU_OK && SOFTWARE_OK)) && echo "with the test result" || echo "$EXIT_NO_NPU or $EXIT_UNSUPPORTED: no NPU / no torch_npu"))"
+    if ((!SOFTWARE_OK)); then
+        would="exit $EXIT_UNSUPPORTED: no torch / torch_npu in $PY_REAL"
+    elif ((!NPU_OK)); then
+        would="exit $EXIT_NO_NPU: no usable NPU"
+    else
+        would="install, run the doctor and the tests"
+    fi
+    say "every check passed: exit $EXIT_OK (a real run here would $would)"
     exit "$EXIT_OK"
 fi
 

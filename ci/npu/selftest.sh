@@ -182,7 +182,7 @@ printf 'export ASCEND_HOME_PATH=%s\nexport ASCEND_TOOLKIT_HOME=%s\n' "$SCRATCH/A
 PINPOOL_CANN_SET_ENV="$SCRATCH/Ascend/ascend-toolkit/set_env.sh" case_ "CANN set_env.sh sourced, version read" 0 "CANN: 8.2.RC1" -- --python "$VPY" --junit-xml "$JX" --no-install
 ASCEND_HOME_PATH="$SCRATCH/Ascend/ascend-toolkit/latest" case_ "set_env.sh found from ASCEND_HOME_PATH" 0 "source .*ascend-toolkit/set_env.sh" -- --dry-run --python "$VPY" --junit-xml "$JX"
 PINPOOL_CANN_SET_ENV=/nonexistent/set_env.sh case_ "named set_env.sh missing" 5 "does not exist" -- --python "$VPY" --junit-xml "$JX"
-SIMCANN_LIB_DIR=/nowhere case_ "simulator variables are dropped" 0 "unsetting SIMCANN_LIB_DIR" -- --python "$VPY" --junit-xml "$JX" --no-install
+SIMCANN_LIB_DIR=/nowhere LD_LIBRARY_PATH=/nowhere/simcann/lib case_ "simulator variables are dropped" 0 "removing the simulator.s directories" -- --python "$VPY" --junit-xml "$JX" --no-install
 case_ "no test selected gives exit 6" 6 "" -- --python "$VPY" --junit-xml "$JX" --no-install -- -k no_such_test
 
 echo

@@ -4,6 +4,8 @@
 // dereference device pointers directly. Every allocation is registered with a process-unique id so
 // that a task can tell "the memory I was given is gone" (freed) from "it is still the same
 // allocation" -- see Note [Range checks] in state.h.
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -440,6 +442,86 @@ ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int
         return ACL_SUCCESS;
       },
       {MemRange{devPtr, count, true, host}});
+}
+
+// Same as aclrtMemcpyAsync (torch_npu uses it for D2H when the CANN / driver versions allow).
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsyncWithCondition(void* dst, size_t destMax,
+                                                           const void* src, size_t count,
+                                                           aclrtMemcpyKind kind,
+                                                           aclrtStream stream) {
+  SIMCANN_API();
+  return aclrtMemcpyAsync(dst, destMax, src, count, kind, stream);
+}
+
+// Batched copies (hicann docs/zh/api_ref/11-03_memory_copy_and_set.md, aclrtMemcpyBatch[Async]):
+// numBatches independent copies; the attrs only describe locations, which the registry knows.
+static aclError check_batch(void** dsts, size_t* destMaxs, void** srcs, size_t* sizes,
+                            size_t n, size_t* failIndex, const char* api) {
+  if (failIndex) *failIndex = SIZE_MAX;
+  if (n > 0 && (dsts == nullptr || destMaxs == nullptr || srcs == nullptr || sizes == nullptr)) {
+    set_error("simcann: %s: null array", api);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    aclError e = check_copy_args(dsts[i], destMaxs[i], srcs[i], sizes[i], api);
+    if (e != ACL_SUCCESS) {
+      if (failIndex) *failIndex = i;
+      return e;
+    }
+  }
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(void** dsts, size_t* destMax, void** srcs,
+                                              size_t* sizes, size_t numBatches,
+                                              aclrtMemcpyBatchAttr*, size_t*, size_t,
+                                              size_t* failIndex) {
+  SIMCANN_API();
+  aclError e = check_batch(dsts, destMax, srcs, sizes, numBatches, failIndex, "aclrtMemcpyBatch");
+  if (e == ACL_SUCCESS) e = check_sync_mode("aclrtMemcpyBatch");
+  for (size_t i = 0; e == ACL_SUCCESS && i < numBatches; ++i) {
+    e = sync_copy(dsts[i], srcs[i], sizes[i], host_side(dsts[i], sizes[i]),
+                  host_side(srcs[i], sizes[i]), "aclrtMemcpyBatch");
+    if (e != ACL_SUCCESS && failIndex) *failIndex = i;
+  }
+  return e;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void** dsts, size_t* destMax, void** srcs,
+                                                   size_t* sizes, size_t numBatches,
+                                                   aclrtMemcpyBatchAttr*, size_t*, size_t,
+                                                   size_t* failIndex, aclrtStream stream) {
+  SIMCANN_API();
+  aclError e =
+      check_batch(dsts, destMax, srcs, sizes, numBatches, failIndex, "aclrtMemcpyBatchAsync");
+  if (e != ACL_SUCCESS) return e;
+  bool capturing = capture_status(stream) != ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+  std::vector<MemRange> ranges;
+  std::vector<std::array<uintptr_t, 3>> copies;
+  for (size_t i = 0; i < numBatches; ++i) {
+    bool dh = host_side(dsts[i], sizes[i]), sh = host_side(srcs[i], sizes[i]);
+    if (capturing && ((sh && !is_pinned_host_ptr(srcs[i], sizes[i])) ||
+                      (dh && !is_pinned_host_ptr(dsts[i], sizes[i])))) {
+      set_error("simcann: aclrtMemcpyBatchAsync on a capturing stream with pageable host memory "
+                "(batch %zu): rule 107000",
+                i);
+      if (failIndex) *failIndex = i;
+      return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    ranges.push_back({srcs[i], sizes[i], false, sh});
+    ranges.push_back({dsts[i], sizes[i], true, dh});
+    copies.push_back({reinterpret_cast<uintptr_t>(dsts[i]), reinterpret_cast<uintptr_t>(srcs[i]),
+                      sizes[i]});
+  }
+  return enqueue(
+      stream, "aclrtMemcpyBatchAsync",
+      [copies] {
+        for (const auto& c : copies) {
+          if (c[2]) std::memmove(reinterpret_cast<void*>(c[0]), reinterpret_cast<void*>(c[1]), c[2]);
+        }
+        return ACL_SUCCESS;
+      },
+      std::move(ranges));
 }
 
 int64_t simcann_host_bytes_live() { return host_bytes_live(); }

@@ -85,3 +85,32 @@ result = out
     assert o["bytes"] == [4096, 4096, 0, 0]
     assert o["double_free"] != 0
     assert o["meminfo"]
+
+
+def test_batch_and_conditional_copies(run_isolated):
+    r = run_isolated(
+        ACL
+        + r'''
+s = new_stream()
+h1, h2, d1, d2 = malloc_host(64), malloc_host(64), malloc_dev(64), malloc_dev(64)
+put(h1, b"\x01" * 64); put(h2, b"\x02" * 64)
+P = vp * 2
+Z = c_size * 2
+fail = c_size(0)
+rc = SIM.aclrtMemcpyBatchAsync(P(d1, d2), Z(64, 64), P(h1, h2), Z(64, 64), c_size(2), None,
+                               None, c_size(0), byref(fail), s)
+assert aclrtSynchronizeStream(s) == 0
+out = {"batch_async": [rc, read_dev(d1, 64) == b"\x01" * 64, read_dev(d2, 64) == b"\x02" * 64]}
+h3 = malloc_host(64)
+SIM.aclrtMemcpyAsyncWithCondition.argtypes = [vp, c_size, vp, c_size, c_int, vp]
+rc = SIM.aclrtMemcpyAsyncWithCondition(h3, 64, d2, 64, D2H, s)
+assert aclrtSynchronizeStream(s) == 0
+out["conditional"] = [rc, get(h3, 64) == b"\x02" * 64]
+rc = SIM.aclrtMemcpyBatch(P(h3, h1), Z(64, 64), P(d1, d2), Z(64, 128), c_size(2), None, None,
+                          c_size(0), byref(fail))
+out["batch_bad"] = [rc, fail.value]
+result = out
+'''
+    )
+    assert r.result == {"batch_async": [0, True, True], "conditional": [0, True],
+                        "batch_bad": [100000, 1]}

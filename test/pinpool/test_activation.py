@@ -25,7 +25,9 @@ def test_import_activates_once(run_isolated):
     assert off["active"] is False and off["again"] is False and off["still"] is False
 
 
-OFF_SWITCH = INSTALLED + r"""
+OFF_SWITCH = (
+    INSTALLED
+    + r"""
 import os, ctypes
 import torch, torch_npu
 from torch_npu.npu.graphs import NPUGraph
@@ -36,6 +38,7 @@ result = {
     "replay_is_native": not hasattr(NPUGraph.replay, "__wrapped__"),
 }
 """
+)
 
 
 def test_off_switch_patches_nothing(run_isolated):
@@ -47,15 +50,18 @@ def test_off_switch_patches_nothing(run_isolated):
     assert on == {"active": True, "patched": True, "replay_is_native": False}
 
 
-ENTRY_POINT = INSTALLED + r"""
+ENTRY_POINT = (
+    INSTALLED
+    + r"""
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 import torch   # autoloads torch_npu and torch_npu_pinpool through torch.backends
 result = {
     "loaded": "torch_npu_pinpool" in sys.modules,
-    "active": sys.modules["torch_npu_pinpool"].is_active() if "torch_npu_pinpool" in sys.modules else False,
+    "active": "torch_npu_pinpool" in sys.modules and sys.modules["torch_npu_pinpool"].is_active(),
 }
 """
+)
 
 
 def test_entry_point_autoload(run_isolated):
@@ -70,11 +76,14 @@ def test_entry_point_autoload(run_isolated):
     assert off.result["active"] is False
 
 
-LATE = INSTALLED + r"""
+LATE = (
+    INSTALLED
+    + r"""
 import torch, torch_npu, os, ctypes
 torch.npu.set_device(0)
 N = 1024
-set_delay = ctypes.CDLL(os.path.join(os.environ["SIMCANN_LIB_DIR"], "libascendcl.so")).simcann_set_task_delay_us
+SIM = ctypes.CDLL(os.path.join(os.environ["SIMCANN_LIB_DIR"], "libascendcl.so"))
+set_delay = SIM.simcann_set_task_delay_us
 set_delay.argtypes = [ctypes.c_int64]
 early = [torch.full((N,), float(i)).pin_memory() for i in range(8)]   # native's tensors
 import torch_npu_pinpool                                              # activate late
@@ -94,6 +103,7 @@ result = {
     "fresh_pinned": all(t.is_pinned() for t in fresh),
 }
 """
+)
 
 
 def test_activation_after_pinned_tensors_exist(run_isolated):

@@ -3,6 +3,7 @@ expandable pinned segments never corrupt a capture silently."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -57,16 +58,15 @@ def test_host_memory_stats_count_graph_pools(run_isolated, plugin):
 def test_doctor():
     """``python -m torch_npu_pinpool doctor`` reports versions, the simulator, the mode, and
     passes its self-test; with the plugin off it exits non-zero."""
-    cmd = [sys.executable, "-c", INSTALLED + "import runpy; runpy.run_module('torch_npu_pinpool', run_name='__main__')", "doctor"]
+    run_main = "import runpy; runpy.run_module('torch_npu_pinpool', run_name='__main__')"
+    cmd = [sys.executable, "-c", INSTALLED + run_main, "doctor"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "simulated CANN runtime" in r.stdout
     assert "backport" in r.stdout or "native-present" in r.stdout
     assert "self-test:          PASS" in r.stdout
-    off = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=300,
-        env={**__import__("os").environ, "TORCH_NPU_PINPOOL": "0"},
-    )
+    env = {**os.environ, "TORCH_NPU_PINPOOL": "0"}
+    off = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert off.returncode != 0
 
 

@@ -157,7 +157,8 @@ def aggregate(trials):
     runs = [r for t in trials for r in t.values()]
     S = {}
 
-    # P1: per (op, size, threads): per-mode sample summary + paired per-trial ratios.
+    # P1: per (op, size, threads) and metric (cpu = thread CPU time, wall = elapsed): per-mode
+    # sample summary + paired per-trial ratios (plugin median / native median of one trial).
     p1 = {}
     for t in trials:
         per_mode = {}
@@ -166,41 +167,44 @@ def aggregate(trials):
             f = fig_of(r, "P1") if r and "failed" not in r else None
             for e in f or []:
                 key = (e["op"], e["size"], e["threads"])
-                per_mode.setdefault(key, {})[mode] = e["ns_per_op"]
+                per_mode.setdefault(key, {})[mode] = {
+                    "wall": e["ns_per_op"],
+                    "cpu": e.get("cpu_ns_per_op") or [],
+                }
         for key, d in per_mode.items():
-            slot = p1.setdefault(key, {"native": [], "plugin": [], "ratios": []})
-            for mode, xs in d.items():
-                slot[mode].extend(xs)
-            if "native" in d and "plugin" in d:
-                slot["ratios"].append(
-                    statistics.median(d["plugin"]) / statistics.median(d["native"])
+            for metric in ("cpu", "wall"):
+                slot = p1.setdefault(key, {}).setdefault(
+                    metric, {"native": [], "plugin": [], "ratios": []}
                 )
+                for mode, xs in d.items():
+                    slot[mode].extend(xs[metric])
+                if "native" in d and "plugin" in d and d["native"][metric] and d["plugin"][metric]:
+                    slot["ratios"].append(
+                        statistics.median(d["plugin"][metric])
+                        / statistics.median(d["native"][metric])
+                    )
     rows = []
-    for (op, size, threads), slot in sorted(p1.items()):
-        n, p, r = summ(slot["native"]), summ(slot["plugin"]), summ(slot["ratios"])
-        verdict = None
-        if n and p:
-            ratio = p["median"] / n["median"]
-            if ratio <= 1.0:
-                verdict = "meets"
-            elif p["q1"] <= n["q3"] or (r and r["min"] <= 1.0):
-                verdict = "within spread"
-            else:
-                verdict = "MISS"
-        else:
-            ratio = None
-        rows.append(
-            {
-                "op": op,
-                "size": size,
-                "threads": threads,
+    for (op, size, threads), by_metric in sorted(p1.items()):
+        row = {"op": op, "size": size, "threads": threads}
+        for metric, slot in by_metric.items():
+            n, p, r = summ(slot["native"]), summ(slot["plugin"]), summ(slot["ratios"])
+            verdict, ratio = None, None
+            if n and p:
+                ratio = p["median"] / n["median"]
+                if ratio <= 1.0:
+                    verdict = "meets"
+                elif p["median"] <= n["q3"]:
+                    verdict = "within spread"  # plugin median inside native's IQR
+                else:
+                    verdict = "MISS"
+            row[metric] = {
                 "native_ns": n,
                 "plugin_ns": p,
                 "ratio_of_medians": ratio,
                 "paired_trial_ratio": r,
                 "verdict": verdict,
             }
-        )
+        rows.append(row)
     S["P1"] = rows
 
     # P2: capture vs eager, per mode and size.
@@ -210,8 +214,13 @@ def aggregate(trials):
             continue
         for e in fig_of(r, "P2") or []:
             slot = p2.setdefault(
-                (r["mode"], e["size"]), {"eager": [], "capture": [], "ratios": [], "grow": []}
+                (r["mode"], e["size"]),
+                {"eager": [], "capture": [], "ratios": [], "grow": [], "cpu_ratios": []},
             )
+            if e.get("eager_cpu_ns") and e.get("capture_cpu_ns"):
+                slot["cpu_ratios"].append(
+                    statistics.median(e["capture_cpu_ns"]) / statistics.median(e["eager_cpu_ns"])
+                )
             slot["eager"].extend(e["eager_ns"])
             slot["capture"].extend(e["capture_ns"])
             slot["ratios"].append(
@@ -222,6 +231,7 @@ def aggregate(trials):
     rows = []
     for (mode, size), slot in sorted(p2.items()):
         r = summ(slot["ratios"])
+        rc = summ(slot["cpu_ratios"])
         rows.append(
             {
                 "mode": mode,
@@ -229,11 +239,13 @@ def aggregate(trials):
                 "eager_ns": summ(slot["eager"]),
                 "capture_ns": summ(slot["capture"]),
                 "ratio": r,
+                "cpu_ratio": rc,
                 "sim_live_growth_in_capture": max(slot["grow"]) if slot["grow"] else None,
+                # on the CPU-time ratio (per process: capture median / eager median)
                 "verdict": (
                     None
-                    if mode != "plugin" or not r
-                    else ("meets" if r["median"] <= 2.0 else "MISS")
+                    if mode != "plugin" or not (rc or r)
+                    else ("meets" if (rc or r)["median"] <= 2.0 else "MISS")
                 ),
             }
         )
@@ -278,22 +290,23 @@ def aggregate(trials):
             p4[mode + "_all_runs_agree"] = all(f == fs[0] for f in fs)
     if "plugin" in p4:
         by = {(e["workload"], e["shared"]): e for e in p4["plugin"]}
-        sh, one = by.get(("bounce", True), {}), by.get(("bounce", False), {})
-        ok = (
-            sh.get("held_bytes") is not None
-            and sh.get("one_graph_bytes") is not None
-            and sh["held_bytes"] <= sh["one_graph_bytes"]
-            and sh.get("wrong_bytes") == 0
-        )
-        p4["verdict_bounce_shared_eq_one_graph"] = "meets" if ok else "MISS"
-        _ = one
+        for wl in ("scratch", "bounce", "staged"):
+            sh = by.get((wl, True), {})
+            ok = (
+                sh.get("held_bytes") is not None
+                and sh.get("one_graph_bytes") is not None
+                and sh["held_bytes"] <= sh["one_graph_bytes"]
+                and sh.get("wrong_bytes") == 0
+            )
+            p4[f"verdict_{wl}_shared_eq_one_graph"] = "meets" if ok else "MISS"
     S["P4"] = p4
 
     # P5: steps/s, paired ratios per trial.
     ratios, sps = [], {"native": [], "plugin": []}
+    cpu_ratios, cpu = [], {"native": [], "plugin": []}
     wrong = {"native": 0, "plugin": 0}
     for t in trials:
-        med = {}
+        med, cmed = {}, {}
         for mode in ("native", "plugin"):
             r = t.get(mode)
             f = fig_of(r, "P5") if r and "failed" not in r else None
@@ -301,21 +314,40 @@ def aggregate(trials):
                 sps[mode].extend(f["steps_per_s"])
                 med[mode] = statistics.median(f["steps_per_s"])
                 wrong[mode] += f["wrong_steps"]
+                if f.get("cpu_us_per_step"):
+                    cpu[mode].extend(f["cpu_us_per_step"])
+                    cmed[mode] = statistics.median(f["cpu_us_per_step"])
         if len(med) == 2:
             ratios.append(med["plugin"] / med["native"])
+        if len(cmed) == 2:
+            # steps per CPU-second, plugin / native = native CPU per step / plugin CPU per step
+            cpu_ratios.append(cmed["native"] / cmed["plugin"])
     p5 = {
         "native_steps_per_s": summ(sps["native"]),
         "plugin_steps_per_s": summ(sps["plugin"]),
         "paired_trial_ratio": summ(ratios),
+        "native_cpu_us_per_step": summ(cpu["native"]),
+        "plugin_cpu_us_per_step": summ(cpu["plugin"]),
+        "paired_trial_cpu_ratio": summ(cpu_ratios),
         "wrong_steps": wrong,
     }
+    if p5["native_cpu_us_per_step"] and p5["plugin_cpu_us_per_step"]:
+        n, p = p5["native_cpu_us_per_step"], p5["plugin_cpu_us_per_step"]
+        ratio = n["median"] / p["median"]
+        p5["cpu_ratio_of_medians"] = ratio
+        if ratio >= 0.99:
+            p5["cpu_verdict"] = "meets"
+        elif p["median"] <= n["q3"]:
+            p5["cpu_verdict"] = "within spread"
+        else:
+            p5["cpu_verdict"] = "MISS"
     if p5["native_steps_per_s"] and p5["plugin_steps_per_s"]:
         ratio = p5["plugin_steps_per_s"]["median"] / p5["native_steps_per_s"]["median"]
         p5["ratio_of_medians"] = ratio
         n, p = p5["native_steps_per_s"], p5["plugin_steps_per_s"]
         if ratio >= 0.99:
             p5["verdict"] = "meets"
-        elif p["q3"] >= n["q1"]:
+        elif p["median"] >= n["q1"]:
             p5["verdict"] = "within spread"
         else:
             p5["verdict"] = "MISS"
@@ -357,31 +389,41 @@ def table(S, meta):
     w("   simulated runtime: timings are the allocator's CPU cost, not NPU DMA")
     w("")
     w(
-        "P1 eager cached alloc+free round trip, ns/op (median [IQR]); ratio = plugin/native (paired trials min..max)"
+        "P1 eager cached alloc+free round trip, ns/op median [IQR] over all reps of all trials; "
+        "ratio = plugin/native medians; paired = per-trial ratios q1..q3"
     )
     w(
-        f"   {'op':<13}{'size':>8}{'thr':>4}  {'native':>22}  {'plugin':>22}  {'ratio':>6} {'paired':>13}  verdict"
+        "   cpu = CPU time of the allocating thread(s) (primary: the allocator's cost); wall = elapsed"
     )
+    w(
+        f"   {'op':<13}{'size':>7}{'thr':>4} | {'cpu native':>21} {'cpu plugin':>21} {'ratio':>6} {'paired':>11} {'verdict':<13}"
+        f"| {'wall native':>9} {'wall plugin':>11} {'ratio':>6} verdict"
+    )
+
+    def c(s):
+        return "-" if not s else f"{s['median']:7.0f} [{s['q1']:.0f}-{s['q3']:.0f}]"
+
+    def pr(x):
+        return "{:.2f}..{:.2f}".format(x["q1"], x["q3"]) if x else "-"
+
     for r in S["P1"]:
-
-        def c(s):
-            return "-" if not s else f"{s['median']:8.0f} [{s['q1']:.0f}-{s['q3']:.0f}]"
-
-        pr = r["paired_trial_ratio"]
-        prs = "{:.2f}..{:.2f}".format(pr["min"], pr["max"]) if pr else "-"
+        cp, wa = r.get("cpu", {}), r.get("wall", {})
         w(
-            f"   {r['op']:<13}{fmt_size(r['size']):>8}{r['threads']:>4}  {c(r['native_ns']):>22}  {c(r['plugin_ns']):>22}  "
-            f"{(r['ratio_of_medians'] or float('nan')):6.3f} {prs:>13}  {r['verdict']}"
+            f"   {r['op']:<13}{fmt_size(r['size']):>7}{r['threads']:>4} | {c(cp.get('native_ns')):>21} {c(cp.get('plugin_ns')):>21} "
+            f"{(cp.get('ratio_of_medians') or float('nan')):6.3f} {pr(cp.get('paired_trial_ratio')):>11} {cp.get('verdict') or '-':<13}"
+            f"| {(wa.get('native_ns') or {}).get('median', float('nan')):9.0f} {(wa.get('plugin_ns') or {}).get('median', float('nan')):11.0f} "
+            f"{(wa.get('ratio_of_medians') or float('nan')):6.3f} {wa.get('verdict') or '-'}"
         )
     w("")
     w(
         "P2 pinned alloc+free on a capturing stream vs eager cached (ratio = capture/eager, target plugin <= 2x)"
     )
     for r in S["P2"]:
-        e, c_, q = r["eager_ns"], r["capture_ns"], r["ratio"]
+        e, c_, q, qc = r["eager_ns"], r["capture_ns"], r["ratio"], r.get("cpu_ratio")
+        cpu_s = f"cpu ratio {qc['median']:5.2f} [{qc['q1']:.2f}-{qc['q3']:.2f}]" if qc else ""
         w(
-            f"   {r['mode']:<7}{fmt_size(r['size']):>8}  eager {e['median']:8.0f} ns  capture {c_['median']:8.0f} ns  "
-            f"ratio {q['median']:6.2f} ({q['min']:.2f}..{q['max']:.2f})  pinned growth in capture {fmt_bytes(r['sim_live_growth_in_capture'])}"
+            f"   {r['mode']:<7}{fmt_size(r['size']):>8}  wall: eager {e['median']:7.0f} ns capture {c_['median']:7.0f} ns "
+            f"ratio {q['median']:5.2f} [{q['q1']:.2f}-{q['q3']:.2f}]  {cpu_s}  pinned growth in capture {fmt_bytes(r['sim_live_growth_in_capture'])}"
             f"  {r['verdict'] or ''}"
         )
     w("")
@@ -414,21 +456,34 @@ def table(S, meta):
                 f"   {mode:<7}{e['workload']:<7} {'shared' if e['shared'] else 'separate':<9} one graph {fmt_bytes(e['one_graph_bytes']):>10}"
                 f"  all graphs {fmt_bytes(e['held_bytes']):>10}  after reset {fmt_bytes(e['after_reset_bytes']):>10} ({fmt_bytes(e.get('after_reset_2nd_empty_bytes'))} after 2nd empty)  wrong bytes {e['wrong_bytes']}"
             )
-    if "verdict_bounce_shared_eq_one_graph" in p4:
-        w(f"   plugin bounce shared == one graph: {p4['verdict_bounce_shared_eq_one_graph']}")
+    for wl in ("scratch", "bounce", "staged"):
+        if f"verdict_{wl}_shared_eq_one_graph" in p4:
+            w(
+                f"   plugin {wl}: shared pool holds one graph's footprint: {p4[f'verdict_{wl}_shared_eq_one_graph']}"
+            )
     w("")
     p5 = S["P5"]
-    w("P5 decode loop (write pinned inputs, replay, pinned D2H + sync), steps/s median [IQR]")
+    w(
+        "P5 decode loop (write pinned inputs, replay, pinned D2H + sync): steps/s (wall) and process CPU us/step, median [IQR]"
+    )
     for mode in ("native", "plugin"):
         s = p5.get(mode + "_steps_per_s")
+        c_ = p5.get(mode + "_cpu_us_per_step")
         if s:
+            cs = f"  cpu {c_['median']:7.1f} us/step [{c_['q1']:.1f}-{c_['q3']:.1f}]" if c_ else ""
             w(
-                f"   {mode:<7} {s['median']:9.1f} [{s['q1']:.1f}-{s['q3']:.1f}]  wrong steps {p5['wrong_steps'][mode]}"
+                f"   {mode:<7} {s['median']:9.1f} steps/s [{s['q1']:.1f}-{s['q3']:.1f}]{cs}  wrong steps {p5['wrong_steps'][mode]}"
             )
     if "ratio_of_medians" in p5:
         pr = p5["paired_trial_ratio"]
         w(
-            f"   ratio plugin/native {p5['ratio_of_medians']:.3f} (paired {pr['min']:.3f}..{pr['max']:.3f})  {p5['verdict']} (target >= 0.99)"
+            f"   wall: steps/s plugin/native {p5['ratio_of_medians']:.3f} (paired q1..q3 {pr['q1']:.3f}..{pr['q3']:.3f})  {p5['verdict']} (target >= 0.99)"
+        )
+    if "cpu_ratio_of_medians" in p5:
+        pr = p5["paired_trial_cpu_ratio"]
+        prs = f"(paired q1..q3 {pr['q1']:.3f}..{pr['q3']:.3f})" if pr else ""
+        w(
+            f"   cpu:  steps per CPU-second plugin/native {p5['cpu_ratio_of_medians']:.3f} {prs}  {p5['cpu_verdict']} (target >= 0.99)"
         )
     w("")
     h = S["health"]
@@ -452,51 +507,48 @@ def plot(S, meta, path):
     except ImportError:
         return "matplotlib not installed"
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
-    rows = [r for r in S["P1"] if r["ratio_of_medians"] is not None]
+    rows = [r for r in S["P1"] if r.get("cpu", {}).get("ratio_of_medians") is not None]
     labels = [
         f"{'pin' if r['op'] == 'pin_memory' else 'empty'} {fmt_size(r['size'])}\n{r['threads']}T"
         for r in rows
     ]
-    ys = [r["ratio_of_medians"] for r in rows]
-    lo = [
-        max(
-            0.0,
-            r["ratio_of_medians"]
-            - (r["paired_trial_ratio"] or {"min": r["ratio_of_medians"]})["min"],
-        )
-        for r in rows
-    ]
-    hi = [
-        max(
-            0.0,
-            (r["paired_trial_ratio"] or {"max": r["ratio_of_medians"]})["max"]
-            - r["ratio_of_medians"],
-        )
-        for r in rows
-    ]
+    ys = [r["cpu"]["ratio_of_medians"] for r in rows]
+    pq = [r["cpu"]["paired_trial_ratio"] or {"q1": y, "q3": y} for r, y in zip(rows, ys)]
+    lo = [max(0.0, y - q["q1"]) for y, q in zip(ys, pq)]
+    hi = [max(0.0, q["q3"] - y) for y, q in zip(ys, pq)]
     colors = [
-        "tab:green"
-        if r["verdict"] == "meets"
-        else "tab:olive"
-        if r["verdict"] == "within spread"
-        else "tab:red"
+        {"meets": "tab:green", "within spread": "tab:olive"}.get(r["cpu"]["verdict"], "tab:red")
         for r in rows
     ]
-    x = range(len(rows))
-    a1.bar(x, ys, yerr=[lo, hi], color=colors, capsize=3)
+    x = list(range(len(rows)))
+    a1.bar(x, ys, yerr=[lo, hi], color=colors, capsize=3, label="CPU time ratio (bar)")
+    wall = [(r.get("wall") or {}).get("ratio_of_medians") for r in rows]
+    a1.plot(
+        [xi for xi, v in zip(x, wall) if v is not None],
+        [v for v in wall if v is not None],
+        "kD",
+        mfc="none",
+        ms=5,
+        label="wall-time ratio",
+    )
     for xi, y in zip(x, ys):
         a1.text(
             xi, 0.03, f"{y:.2f}", ha="center", va="bottom", fontsize=7, rotation=90, color="white"
         )
+    a1.legend(fontsize=7, loc="upper left")
     a1.axhline(1.0, color="k", lw=1, ls="--")
     a1.set_xticks(list(x))
     a1.set_xticklabels(labels, fontsize=7)
     a1.set_ylabel("plugin / native time per op (lower is better)")
     a1.set_title(
-        "P1 eager cached pinned alloc+free\nbars: ratio of medians; whiskers: paired-trial min..max; target <= 1"
+        "P1 eager cached pinned alloc+free, plugin/native (target <= 1)\n"
+        "bars: CPU-time ratio of medians (green meets, olive inside native IQR, red miss)\n"
+        "whiskers: per-trial ratios q1..q3; diamonds: wall-time ratio",
+        fontsize=9,
     )
     if ys:
-        a1.set_ylim(0, max(1.3, max(y + h for y, h in zip(ys, hi)) * 1.1))
+        top = max([y + h for y, h in zip(ys, hi)] + [v for v in wall if v is not None])
+        a1.set_ylim(0, min(4.0, max(1.3, top * 1.1)))
     p3 = S["P3"]
     for mode, color in (("native", "tab:red"), ("plugin", "tab:blue")):
         if mode in p3:

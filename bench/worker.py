@@ -28,8 +28,8 @@ U8 = None  # torch.uint8, set in main
 
 DEFAULTS = {
     "figures": ["P1", "P2", "P3", "P4", "P5"],
-    "reps": 5,  # timed repetitions per configuration inside one process
-    "rep_seconds": 0.04,  # target duration of one timed repetition
+    "reps": 9,  # timed repetitions per configuration inside one process
+    "rep_seconds": 0.02,  # target duration of one timed repetition
     "p1_sizes": [4 * KiB, 64 * KiB, MiB, 16 * MiB],
     "p1_threads": [1, 2],
     "p2_sizes": [4 * KiB, 64 * KiB, MiB],
@@ -66,18 +66,25 @@ def _calibrate(body, rep_seconds, lo=10, hi=200000):
 
 
 def _timed(body, n, threads=1):
-    """Wall seconds per iteration of body(n) run by `threads` threads at once."""
+    """(wall, cpu) seconds per iteration of body(n) run by `threads` threads at once.
+
+    wall: elapsed time / n (each thread does n). cpu: CPU time of the threads running body
+    (time.thread_time) / (threads * n) -- the time the allocator path actually ran, which a
+    loaded machine (other processes taking the cores) inflates far less than wall time.
+    """
     if threads == 1:
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         body(n)
-        return (time.perf_counter() - t0) / n
+        return (time.perf_counter() - t0) / n, (time.thread_time() - c0) / n
     barrier = threading.Barrier(threads + 1)
-    errors = []
+    errors, cpu = [], []
 
     def run():
         try:
             barrier.wait()
+            c0 = time.thread_time()
             body(n)
+            cpu.append(time.thread_time() - c0)
         except Exception as e:  # noqa: BLE001
             errors.append(repr(e))
 
@@ -91,7 +98,17 @@ def _timed(body, n, threads=1):
     dt = time.perf_counter() - t0
     if errors:
         raise RuntimeError(errors[0])
-    return dt / n
+    return dt / n, sum(cpu) / (threads * n)
+
+
+def _samples(body, n, reps, threads=1):
+    """reps timed repetitions -> (wall ns/op list, cpu ns/op list)."""
+    wall, cpu = [], []
+    for _ in range(reps):
+        w, c = _timed(body, n, threads)
+        wall.append(w * 1e9)
+        cpu.append(c * 1e9)
+    return wall, cpu
 
 
 # --- P1: eager cached alloc + free round trip ------------------------------------------------
@@ -138,9 +155,16 @@ def fig_p1(cfg):
 
                 body(20)  # warm the cache (first call allocates the block)
                 n = _calibrate(body, cfg["rep_seconds"] / threads)
-                samples = [_timed(body, n, threads) * 1e9 for _ in range(cfg["reps"])]
+                wall, cpu = _samples(body, n, cfg["reps"], threads)
                 out.append(
-                    {"op": op, "size": size, "threads": threads, "iters": n, "ns_per_op": samples}
+                    {
+                        "op": op,
+                        "size": size,
+                        "threads": threads,
+                        "iters": n,
+                        "ns_per_op": wall,
+                        "cpu_ns_per_op": cpu,
+                    }
                 )
     return out
 
@@ -156,19 +180,21 @@ def fig_p2(cfg, sim):
         body(20)
         n = _calibrate(body, cfg["rep_seconds"])
         n = max(10, min(n, cfg["p2_max_bytes"] // size))
-        eager = [_timed(body, n) * 1e9 for _ in range(cfg["reps"])]
+        eager, eager_cpu = _samples(body, n, cfg["reps"])
 
         g = torch.npu.NPUGraph()
         h0 = torch.empty(size, dtype=U8, pin_memory=True)
         d0 = torch.empty(size, dtype=U8, device="npu")
-        cap = []
+        cap, cap_cpu = [], []
         with torch.npu.graph(g):
             # (entering torch.npu.graph empties the host cache on >= 2.11: measure inside)
             before = sim.host_bytes_live()
             d0.copy_(h0, non_blocking=True)  # a captured task, so the model is not empty
             body(10)
             for _ in range(cfg["reps"]):
-                cap.append(_timed(body, n) * 1e9)
+                w, c = _timed(body, n)
+                cap.append(w * 1e9)
+                cap_cpu.append(c * 1e9)
             during = sim.host_bytes_live()
         g.replay()
         torch.npu.synchronize()
@@ -181,6 +207,8 @@ def fig_p2(cfg, sim):
                 "iters": n,
                 "eager_ns": eager,
                 "capture_ns": cap,
+                "eager_cpu_ns": eager_cpu,
+                "capture_cpu_ns": cap_cpu,
                 "sim_live_before": before,
                 "sim_live_in_capture": during,
                 "sim_live_after_reset": after["sim_live"],
@@ -271,10 +299,17 @@ def _p4_run(cfg, sim, shared, workload):
                 h = torch.empty(n, dtype=U8, pin_memory=True)
                 h.copy_(d_in[i], non_blocking=True)
                 d_out[i].copy_(h, non_blocking=True)
-            else:
+            elif workload == "staged":
                 # "staged": host bytes written by the CPU at capture time, read by every replay.
                 h = torch.full((n,), i + 1, dtype=U8).pin_memory()
                 d_out[i].copy_(h, non_blocking=True)
+            else:
+                # "scratch": a pinned temporary the capture allocates and frees without any
+                # captured operation touching it (CPU-side work during capture); the graph
+                # itself only copies device to device. Sharing a pool can reuse this one.
+                h = torch.empty(n, dtype=U8, pin_memory=True)
+                h.fill_(i + 1)
+                d_out[i].copy_(d_in[i], non_blocking=True)
             del h
         graphs.append(g)
         if i == 0:
@@ -283,7 +318,7 @@ def _p4_run(cfg, sim, shared, workload):
     # correctness: replay every graph in order
     wrong = 0
     for i in range(N):
-        if workload == "bounce":
+        if workload in ("bounce", "scratch"):
             d_in[i].copy_(torch.full((n,), i + 1, dtype=U8))
     for g in graphs:
         g.replay()
@@ -312,7 +347,7 @@ def _p4_run(cfg, sim, shared, workload):
 
 def fig_p4(cfg, sim):
     out = []
-    for workload in ("bounce", "staged"):
+    for workload in ("scratch", "bounce", "staged"):
         for shared in (True, False):
             try:
                 out.append(_p4_run(cfg, sim, shared, workload))
@@ -353,14 +388,23 @@ def fig_p5(cfg, sim):
     for i in range(20):
         step(i)
     steps = cfg["p5_steps"]
-    sps = []
+    sps, cpu_us = [], []
     for _ in range(cfg["reps"]):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for i in range(steps):
             step(i)
         sps.append(steps / (time.perf_counter() - t0))
+        # CPU of the whole process (Python thread, torch_npu's task queue, the simulator's
+        # stream workers) per step: what a step costs, less sensitive to a loaded machine.
+        cpu_us.append((time.process_time() - c0) / steps * 1e6)
     g.reset()
-    return {"steps": steps, "bytes": n, "steps_per_s": sps, "wrong_steps": wrong[0]}
+    return {
+        "steps": steps,
+        "bytes": n,
+        "steps_per_s": sps,
+        "cpu_us_per_step": cpu_us,
+        "wrong_steps": wrong[0],
+    }
 
 
 def main():

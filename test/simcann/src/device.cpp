@@ -176,3 +176,70 @@ ACL_FUNC_VISIBILITY aclError aclGetCompileopt(aclCompileOpt, char* value, size_t
 }
 
 }  // extern "C"
+
+// System parameters (hicann docs/zh/api_ref/03_runtime_configuration.md): the process-level
+// aclrtGetSysParamOpt returns the default 0 for a parameter never set; the context-level
+// aclrtCtxGetSysParamOpt fails with ACL_ERROR_RT_SYSPARAMOPT_NOT_SET (25-01_aclError.md).
+namespace simcann {
+namespace {
+std::mutex g_sysparam_mu;
+using Params = std::map<int, int64_t>;
+Params& process_params() {
+  static auto* m = new Params();
+  return *m;
+}
+Params& context_params() {
+  static auto* m = new Params();
+  return *m;
+}
+aclError get_param(Params& table, int opt, int64_t* value, bool default_zero) {
+  if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::lock_guard<std::mutex> lock(g_sysparam_mu);
+  auto it = table.find(opt);
+  if (it != table.end()) {
+    *value = it->second;
+    return ACL_SUCCESS;
+  }
+  if (!default_zero) return ACL_ERROR_RT_SYSPARAMOPT_NOT_SET;
+  *value = 0;
+  return ACL_SUCCESS;
+}
+aclError set_param(Params& table, int opt, int64_t value) {
+  std::lock_guard<std::mutex> lock(g_sysparam_mu);
+  table[opt] = value;
+  return ACL_SUCCESS;
+}
+}  // namespace
+}  // namespace simcann
+
+extern "C" {
+
+ACL_FUNC_VISIBILITY aclError aclrtGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+  SIMCANN_API();
+  return get_param(process_params(), static_cast<int>(opt), value, true);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+  SIMCANN_API();
+  return set_param(process_params(), static_cast<int>(opt), value);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+  SIMCANN_API();
+  return get_param(context_params(), static_cast<int>(opt), value, false);
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+  SIMCANN_API();
+  return set_param(context_params(), static_cast<int>(opt), value);
+}
+
+// No optional CANN attribute is supported by the simulated package.
+ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr, int32_t* value) {
+  SIMCANN_API();
+  if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+  *value = 0;
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -42,9 +42,11 @@ aclrtQueryEventStatus = _fn("aclrtQueryEventStatus", args=[vp, ctypes.POINTER(c_
 aclrtSynchronizeEvent = _fn("aclrtSynchronizeEvent", args=[vp])
 aclrtStreamWaitEvent = _fn("aclrtStreamWaitEvent", args=[vp, vp])
 aclmdlRICaptureBegin = _fn("aclmdlRICaptureBegin", args=[vp, c_int])
-aclmdlRICaptureGetInfo = _fn("aclmdlRICaptureGetInfo", args=[vp, ctypes.POINTER(c_int), ctypes.POINTER(vp)])
+aclmdlRICaptureGetInfo = _fn(
+    "aclmdlRICaptureGetInfo", args=[vp, ctypes.POINTER(c_int), ctypes.POINTER(vp)])
 aclmdlRICaptureEnd = _fn("aclmdlRICaptureEnd", args=[vp, ctypes.POINTER(vp)])
-aclmdlRICaptureThreadExchangeMode = _fn("aclmdlRICaptureThreadExchangeMode", args=[ctypes.POINTER(c_int)])
+aclmdlRICaptureThreadExchangeMode = _fn(
+    "aclmdlRICaptureThreadExchangeMode", args=[ctypes.POINTER(c_int)])
 aclmdlRIExecuteAsync = _fn("aclmdlRIExecuteAsync", args=[vp, vp])
 aclmdlRIDestroy = _fn("aclmdlRIDestroy", args=[vp])
 aclGetRecentErrMsg = _fn("aclGetRecentErrMsg", res=ctypes.c_char_p, args=[])

@@ -1,4 +1,5 @@
-"""The build: one library / one state under every name, derived symbol list, loud op stubs, trace."""
+"""The build: one library and one state under every name, derived symbol list, loud op stubs,
+trace."""
 
 from __future__ import annotations
 
@@ -30,13 +31,12 @@ def test_one_library_one_state(run_isolated):
 import ctypes, os
 d = os.environ["SIMCANN_LIB_DIR"]
 ids = {}
-for n in %r:
+for n in NAMES:
     lib = ctypes.CDLL(os.path.join(d, n))
     lib.simcann_state_id.restype = ctypes.c_void_p
     ids[n] = lib.simcann_state_id()
 result = sorted(set(ids.values()))
-'''
-        % names
+'''.replace("NAMES", repr(names))
     )
     assert len(r.result) == 1, "every library name must reach the same runtime state"
 
@@ -68,14 +68,13 @@ def test_unimplemented_op_fails_loudly_and_trace(run_isolated):
     r = run_isolated(
         ACL
         + r'''
-f = getattr(SIM, %r); f.restype = c_int
-g = getattr(SIM, %r); g.restype = c_int
+f = getattr(SIM, OP); f.restype = c_int
+g = getattr(SIM, OTHER); g.restype = c_int
 rc = f()
 result = {"op": rc, "msg": err(), "other": g()}
 p = malloc_dev(16)
 aclrtFree(p)
-'''
-        % (op, other),
+'''.replace("OP", repr(op)).replace("OTHER", repr(other)),
         env={"SIMCANN_TRACE": "1"},
     )
     assert r.result["op"] != 0

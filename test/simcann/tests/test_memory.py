@@ -40,7 +40,7 @@ out["host_bytes"] = simcann_host_bytes_live() > 0
 result = out
 '''
     )
-    assert r.result == {k: True for k in r.result} | {"not_pinned": False}
+    assert r.result == dict.fromkeys(r.result, True) | {"not_pinned": False}
 
 
 def test_pointer_attributes_and_registry(run_isolated):

@@ -75,6 +75,8 @@ for dname, dt in DTYPES.items():
                                     torch.full((3, 4), one, dtype=dt)))
     check(f"{dname}/fill_", lambda: (a.clone().fill_(one), a_c.clone().fill_(one)))
     check(f"{dname}/zero_", lambda: (a.clone().zero_(), a_c.clone().zero_()))
+    check(f"{dname}/fill_(device tensor)",
+          lambda: (a.clone().fill_(b[2]), a_c.clone().fill_(b_c[2])))
 
     def copy_d2d():
         d = torch.empty_like(a)
@@ -180,6 +182,7 @@ def test_eager_ops_match_cpu_and_go_through_aclnn(run_isolated):
         "aclnnInplaceZero",
         "aclnnInplaceOne",
         "aclnnInplaceFillScalar",
+        "aclnnInplaceFillTensor",
         "aclnnInplaceCopy",
         "aclnnAdd",
         "aclnnAdds",

@@ -152,7 +152,8 @@ aclError capture_record_event(Stream* s, Event* e) {
 // "cross-stream capture"; aclgraph.md, multi-stream capture). A capturing stream waiting on an
 // event recorded outside any capture records a no-op: that work is done before any replay.
 aclError capture_wait_event(Stream* s, Event* e) {
-  std::shared_ptr<Capture> ec = (e->captured_by && e->captured_by->active) ? e->captured_by : nullptr;
+  std::shared_ptr<Capture> ec =
+      (e->captured_by && e->captured_by->active) ? e->captured_by : nullptr;
   if (ec) {
     if (s->capture && s->capture != ec) {
       set_error("simcann: aclrtStreamWaitEvent: the event was captured by another capture than the "
@@ -189,9 +190,11 @@ aclError check_sync_mode_impl(const char* api) {
   int ex = t_exchange_mode;
   bool refuse = false;
   if (ex == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL) {
-    refuse = ctx == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+    refuse = ctx == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL ||
+             thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
   } else if (ex == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL) {
-    refuse = thr == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+    refuse = thr == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL ||
+             thr == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
   }
   if (!refuse) return ACL_SUCCESS;
   set_error("simcann: %s while a capture is active (context capture mode %d, this thread's "

@@ -130,16 +130,21 @@ ACL_FUNC_VISIBILITY const char* aclrtGetSocName() {
   return config().soc.c_str();
 }
 
-ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo, int64_t* value) {
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo,
+                                                    int64_t* value) {
   SIMCANN_API();
-  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) return ACL_ERROR_INVALID_PARAM;
+  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) {
+    return ACL_ERROR_INVALID_PARAM;
+  }
   *value = 0;
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr, int64_t* value) {
   SIMCANN_API();
-  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) return ACL_ERROR_INVALID_PARAM;
+  if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) {
+    return ACL_ERROR_INVALID_PARAM;
+  }
   *value = 0;
   return ACL_SUCCESS;
 }

@@ -12,7 +12,19 @@
 #include "state.h"
 
 namespace simcann {
+
+// The sync-API capture rule. Source: hicann/runtime src/runtime/feature/aclgraph/
+// context_aclgraph.cc (Context::IsCaptureModeSupport) and api_impl.cc (MemCopySync, MemSetSync
+// call CHECK_CAPTURE_MODE_SUPPORT_AND_RETURN): with the thread's exchange mode RELAXED the call
+// is allowed; with GLOBAL it is refused while a GLOBAL capture is active in the context or this
+// thread began a THREAD_LOCAL one; with THREAD_LOCAL it is refused while this thread began a
+// GLOBAL or THREAD_LOCAL capture.
+// Implemented in capture.cpp, which owns the capture state.
+aclError check_sync_mode_impl(const char* api);
+
 namespace {
+
+aclError check_sync_mode(const char* api) { return check_sync_mode_impl(api); }
 
 struct Registry {
   std::mutex mu;
@@ -135,15 +147,9 @@ void directions(aclrtMemcpyKind kind, const void* dst, const void* src, size_t n
   }
 }
 
-// The sync-API capture rule. Source: hicann/runtime src/runtime/feature/aclgraph/
-// context_aclgraph.cc (Context::IsCaptureModeSupport) and api_impl.cc (MemCopySync, MemSetSync
-// call CHECK_CAPTURE_MODE_SUPPORT_AND_RETURN): with the thread's exchange mode RELAXED the call
-// is allowed; with GLOBAL it is refused while a GLOBAL capture is active in the context or this
-// thread began a THREAD_LOCAL one; with THREAD_LOCAL it is refused while this thread began a
-// GLOBAL or THREAD_LOCAL capture.
-aclError check_sync_mode(const char* api);
 
-aclError check_copy_args(void* dst, size_t destMax, const void* src, size_t count, const char* api) {
+aclError check_copy_args(void* dst, size_t destMax, const void* src, size_t count,
+                         const char* api) {
   if ((dst == nullptr || src == nullptr) && count > 0) {
     set_error("simcann: %s: null pointer", api);
     return ACL_ERROR_INVALID_PARAM;
@@ -218,11 +224,6 @@ aclError sync_copy(void* dst, const void* src, size_t n, bool dst_host, bool src
   return ACL_SUCCESS;
 }
 
-aclError check_sync_mode_impl(const char* api);  // capture.cpp
-
-namespace {
-aclError check_sync_mode(const char* api) { return check_sync_mode_impl(api); }
-}  // namespace
 
 }  // namespace simcann
 
@@ -517,7 +518,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void** dsts, size_t* destMax,
       stream, "aclrtMemcpyBatchAsync",
       [copies] {
         for (const auto& c : copies) {
-          if (c[2]) std::memmove(reinterpret_cast<void*>(c[0]), reinterpret_cast<void*>(c[1]), c[2]);
+          void* dst = reinterpret_cast<void*>(c[0]);
+          if (c[2]) std::memmove(dst, reinterpret_cast<const void*>(c[1]), c[2]);
         }
         return ACL_SUCCESS;
       },
@@ -534,7 +536,8 @@ namespace simcann {
 struct LeakReporter {
   ~LeakReporter() {
     if (!config().report_leaks && !config().trace) return;
-    std::fprintf(stderr, "simcann: at exit: %lld bytes pinned host, %lld bytes device still allocated\n",
+    std::fprintf(stderr,
+                 "simcann: at exit: %lld bytes pinned host, %lld bytes device still allocated\n",
                  static_cast<long long>(host_bytes_live()),
                  static_cast<long long>(device_bytes_live()));
   }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import TORCH, require_simulator
+from simcann_snippets import ACL, TORCH, require_simulator
 
 pytestmark = pytest.mark.simulator
 
@@ -72,3 +72,26 @@ result = out
     assert o["pending"] is False and o["stream_pending"] is False
     assert o["done"] is True and o["stream_done"] is True
     assert o["wait_event_orders"] and o["in_order"]
+
+
+def test_task_delay_env_and_stream_query(run_isolated):
+    r = run_isolated(
+        ACL
+        + r'''
+import time
+SIM.simcann_get_task_delay_us.restype = ctypes.c_int64
+s = new_stream()
+h, d = malloc_host(64), malloc_dev(64)
+t0 = time.monotonic()
+assert aclrtMemcpyAsync(d, 64, h, 64, H2D, s) == 0
+st = c_int(-1)
+assert aclrtStreamQuery(s, byref(st)) == 0
+queued = st.value
+assert aclrtSynchronizeStream(s) == 0
+waited = time.monotonic() - t0
+assert aclrtStreamQuery(s, byref(st)) == 0
+result = [SIM.simcann_get_task_delay_us(), queued, st.value, waited >= 0.25]
+''',
+        env={"SIMCANN_TASK_DELAY_US": "300000"},
+    )
+    assert r.result == [300000, 1, 0, True]  # NOT_READY = 1, COMPLETE = 0 (aclrtStreamStatus)

@@ -304,9 +304,10 @@ def aggregate(trials):
     # P5: steps/s, paired ratios per trial.
     ratios, sps = [], {"native": [], "plugin": []}
     cpu_ratios, cpu = [], {"native": [], "plugin": []}
+    th_ratios, th = [], {"native": [], "plugin": []}
     wrong = {"native": 0, "plugin": 0}
     for t in trials:
-        med, cmed = {}, {}
+        med, cmed, tmed = {}, {}, {}
         for mode in ("native", "plugin"):
             r = t.get(mode)
             f = fig_of(r, "P5") if r and "failed" not in r else None
@@ -317,11 +318,16 @@ def aggregate(trials):
                 if f.get("cpu_us_per_step"):
                     cpu[mode].extend(f["cpu_us_per_step"])
                     cmed[mode] = statistics.median(f["cpu_us_per_step"])
+                if f.get("thread_cpu_us_per_step"):
+                    th[mode].extend(f["thread_cpu_us_per_step"])
+                    tmed[mode] = statistics.median(f["thread_cpu_us_per_step"])
         if len(med) == 2:
             ratios.append(med["plugin"] / med["native"])
         if len(cmed) == 2:
             # steps per CPU-second, plugin / native = native CPU per step / plugin CPU per step
             cpu_ratios.append(cmed["native"] / cmed["plugin"])
+        if len(tmed) == 2:
+            th_ratios.append(tmed["native"] / tmed["plugin"])
     p5 = {
         "native_steps_per_s": summ(sps["native"]),
         "plugin_steps_per_s": summ(sps["plugin"]),
@@ -329,8 +335,21 @@ def aggregate(trials):
         "native_cpu_us_per_step": summ(cpu["native"]),
         "plugin_cpu_us_per_step": summ(cpu["plugin"]),
         "paired_trial_cpu_ratio": summ(cpu_ratios),
+        "native_thread_cpu_us_per_step": summ(th["native"]),
+        "plugin_thread_cpu_us_per_step": summ(th["plugin"]),
+        "paired_trial_thread_cpu_ratio": summ(th_ratios),
         "wrong_steps": wrong,
     }
+    if p5["native_thread_cpu_us_per_step"] and p5["plugin_thread_cpu_us_per_step"]:
+        n, p = p5["native_thread_cpu_us_per_step"], p5["plugin_thread_cpu_us_per_step"]
+        ratio = n["median"] / p["median"]
+        p5["thread_cpu_ratio_of_medians"] = ratio
+        if ratio >= 0.99:
+            p5["thread_cpu_verdict"] = "meets"
+        elif p["median"] <= n["q3"]:
+            p5["thread_cpu_verdict"] = "within spread"
+        else:
+            p5["thread_cpu_verdict"] = "MISS"
     if p5["native_cpu_us_per_step"] and p5["plugin_cpu_us_per_step"]:
         n, p = p5["native_cpu_us_per_step"], p5["plugin_cpu_us_per_step"]
         ratio = n["median"] / p["median"]
@@ -469,8 +488,15 @@ def table(S, meta):
     for mode in ("native", "plugin"):
         s = p5.get(mode + "_steps_per_s")
         c_ = p5.get(mode + "_cpu_us_per_step")
+        t_ = p5.get(mode + "_thread_cpu_us_per_step")
         if s:
-            cs = f"  cpu {c_['median']:7.1f} us/step [{c_['q1']:.1f}-{c_['q3']:.1f}]" if c_ else ""
+            cs = (
+                f"  process cpu {c_['median']:7.1f} us/step [{c_['q1']:.1f}-{c_['q3']:.1f}]"
+                if c_
+                else ""
+            )
+            if t_:
+                cs += f"  python-thread cpu {t_['median']:6.1f} us/step [{t_['q1']:.1f}-{t_['q3']:.1f}]"
             w(
                 f"   {mode:<7} {s['median']:9.1f} steps/s [{s['q1']:.1f}-{s['q3']:.1f}]{cs}  wrong steps {p5['wrong_steps'][mode]}"
             )
@@ -483,7 +509,13 @@ def table(S, meta):
         pr = p5["paired_trial_cpu_ratio"]
         prs = f"(paired q1..q3 {pr['q1']:.3f}..{pr['q3']:.3f})" if pr else ""
         w(
-            f"   cpu:  steps per CPU-second plugin/native {p5['cpu_ratio_of_medians']:.3f} {prs}  {p5['cpu_verdict']} (target >= 0.99)"
+            f"   process cpu: steps per CPU-second plugin/native {p5['cpu_ratio_of_medians']:.3f} {prs}  {p5['cpu_verdict']} (target >= 0.99)"
+        )
+    if "thread_cpu_ratio_of_medians" in p5:
+        pr = p5["paired_trial_thread_cpu_ratio"]
+        prs = f"(paired q1..q3 {pr['q1']:.3f}..{pr['q3']:.3f})" if pr else ""
+        w(
+            f"   python-thread cpu: steps per CPU-second plugin/native {p5['thread_cpu_ratio_of_medians']:.3f} {prs}  {p5['thread_cpu_verdict']} (target >= 0.99)"
         )
     w("")
     h = S["health"]
@@ -509,7 +541,11 @@ def plot(S, meta, path):
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
     rows = [r for r in S["P1"] if r.get("cpu", {}).get("ratio_of_medians") is not None]
     labels = [
-        f"{'pin' if r['op'] == 'pin_memory' else 'empty'} {fmt_size(r['size'])}\n{r['threads']}T"
+        "{}\n{}\n{}T".format(
+            "pin" if r["op"] == "pin_memory" else "emp",
+            fmt_size(r["size"]).replace(" KiB", "K").replace(" MiB", "M"),
+            r["threads"],
+        )
         for r in rows
     ]
     ys = [r["cpu"]["ratio_of_medians"] for r in rows]
@@ -550,7 +586,7 @@ def plot(S, meta, path):
         top = max([y + h for y, h in zip(ys, hi)] + [v for v in wall if v is not None])
         a1.set_ylim(0, min(4.0, max(1.3, top * 1.1)))
     p3 = S["P3"]
-    for mode, color in (("native", "tab:red"), ("plugin", "tab:blue")):
+    for mode, color, mk in (("native", "tab:red", "o"), ("plugin", "tab:blue", "s")):
         if mode in p3:
             tr = p3[mode]["trajectory"]
             b = tr[0]["sim_live"]
@@ -561,14 +597,25 @@ def plot(S, meta, path):
             else:
                 ys3 = [e["sim_live"] - b for e in tr]
                 lab = f"{mode} (simulator live pinned bytes)"
+            x3 = p3[mode]
+            wrong = sum(x3["wrong_bytes_keep"]) + sum(x3["wrong_bytes_tmp"])
+            viol = S["health"]["violation_lines"].get(mode, 0)
+            lab += (
+                f"\n  wrong bytes on replay: {wrong:,}; simulator violations (all figures): {viol}"
+            )
             a2.plot(
-                [e["k"] for e in tr], [y / KiB for y in ys3], marker="o", color=color, label=lab
+                [e["k"] for e in tr],
+                [y / KiB for y in ys3],
+                marker=mk,
+                ms=4,
+                color=color,
+                label=lab,
             )
     a2.set_xlabel("K capture + replay + reset cycles (then host_empty_cache)")
     a2.set_ylabel("pinned host bytes held over baseline (KiB)")
     a2.set_title("P3 pinned bytes held after K graph cycles (target: flat at 0)")
     a2.axhline(0, color="k", lw=1, ls="--")
-    a2.legend()
+    a2.legend(fontsize=8)
     fig.suptitle(
         f"torch_npu_pinpool vs native, pair {meta['pair']} (torch_npu {meta['torch_npu']}), simulated runtime, "
         f"{meta['machine']['date_utc']}, {meta['machine']['nproc']} CPUs",
@@ -599,8 +646,30 @@ def main():
     ap.add_argument(
         "--set", action="append", default=[], help="override a worker setting: key=json"
     )
+    ap.add_argument(
+        "--from-json",
+        default=None,
+        help="re-aggregate, print and re-plot a JSON a previous run wrote (no new measurements)",
+    )
     a = ap.parse_args()
 
+    if a.from_json:
+        with open(a.from_json) as f:
+            old = json.load(f)
+        S = aggregate(old["trials"])
+        txt = table(S, old["meta"])
+        print(txt)
+        stem = a.from_json[: -len(".json")]
+        old["summary"] = S
+        with open(a.from_json, "w") as f:
+            json.dump(old, f, indent=1)
+        with open(stem + ".txt", "w") as f:
+            f.write(txt + "\n")
+        err = plot(S, old["meta"], stem + ".png")
+        print(
+            f"\nrewrote {stem}.json summary, {stem}.txt" + (f" ({err})" if err else f", {stem}.png")
+        )
+        return 0
     cfg = dict(QUICK) if a.quick else {}
     if a.reps:
         cfg["reps"] = a.reps

@@ -388,21 +388,24 @@ def fig_p5(cfg, sim):
     for i in range(20):
         step(i)
     steps = cfg["p5_steps"]
-    sps, cpu_us = [], []
+    sps, cpu_us, thread_us = [], [], []
     for _ in range(cfg["reps"]):
-        c0, t0 = time.process_time(), time.perf_counter()
+        c0, t0, th0 = time.process_time(), time.perf_counter(), time.thread_time()
         for i in range(steps):
             step(i)
         sps.append(steps / (time.perf_counter() - t0))
-        # CPU of the whole process (Python thread, torch_npu's task queue, the simulator's
-        # stream workers) per step: what a step costs, less sensitive to a loaded machine.
+        # CPU per step of the whole process (Python thread, torch_npu's task queue, the
+        # simulator's stream workers) and of the Python thread alone (where the allocator's
+        # alloc / free / record_event run): less sensitive to a loaded machine than wall time.
         cpu_us.append((time.process_time() - c0) / steps * 1e6)
+        thread_us.append((time.thread_time() - th0) / steps * 1e6)
     g.reset()
     return {
         "steps": steps,
         "bytes": n,
         "steps_per_s": sps,
         "cpu_us_per_step": cpu_us,
+        "thread_cpu_us_per_step": thread_us,
         "wrong_steps": wrong[0],
     }
 

@@ -25,8 +25,7 @@ fi
 if [[ -f setup.py ]]; then
     say "installing the plugin (pip install --no-build-isolation .)"
     log="$(mktemp)"
-    if ! python -m pip install --disable-pip-version-check --no-build-isolation --no-deps \
-        --force-reinstall . >"$log" 2>&1; then
+    if ! bash ci/lib/install-plugin.sh "$log"; then
         tail -n 60 "$log"
         say "FAILED: building/installing the plugin (full log: $log)"
         exit 1

@@ -6,7 +6,8 @@
 #   bash ci/test.sh -k capture -x        # extra arguments go to pytest
 #
 # Per pair: `source ci/sim-env.sh PAIR` (creates / reuses the env), `pip install
-# --no-build-isolation .` (the plugin, built against that pair's torch / torch_npu), then
+# --no-build-isolation .` (the plugin, built against that pair's torch / torch_npu, in a per-env
+# copy of the checkout: ci/lib/install-plugin.sh), then
 # `python -m pytest test/`. `ruff check` runs first (once). Exits non-zero if the lint or any
 # pair is red; a pair where pytest collected no tests (exit 5) is red.
 #
@@ -78,9 +79,8 @@ for pair in "${pairs[@]}"; do
 
         t=$SECONDS
         if [[ -f setup.py ]]; then
-            echo "+ pip install --no-build-isolation ."
-            if ! python -m pip install --disable-pip-version-check --no-build-isolation \
-                --no-deps --force-reinstall . >"$ROOT/$pair.plugin-build.log" 2>&1; then
+            echo "+ pip install --no-build-isolation .   (ci/lib/install-plugin.sh: from a per-env copy)"
+            if ! bash ci/lib/install-plugin.sh "$ROOT/$pair.plugin-build.log"; then
                 tail -n 60 "$ROOT/$pair.plugin-build.log"
                 echo "FAILED: building/installing the plugin for pair $pair (full log:" \
                     "$ROOT/$pair.plugin-build.log)"

@@ -81,12 +81,12 @@ result = out
 '''.replace("FAULT", repr(fault))
     )
     o = r.result
-    assert o["clean"] == "ok"
-    assert o["pin"] == [False, 0] and o["pin_next"] is True
-    assert o["fault"] != "ok"
+    assert o["clean"] == "ok", o
+    assert o["pin"] == [False, 0] and o["pin_next"] is True, o
+    assert o["fault"] != "ok", o
     if fault == "capture_begin":
-        assert "207001" in o["fault"] and o["after"] == "ok"
+        assert "207001" in o["fault"] and o["after"] == "ok", o
     elif fault == "capture_end":
-        assert "507903" in o["fault"] and o["after"] == "ok"
+        assert "507903" in o["fault"] and o["after"] == "ok", o
     else:
-        assert "107027" in o["after"]
+        assert "107027" in o["after"], o

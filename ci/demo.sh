@@ -37,6 +37,9 @@ fi
 
 if [[ -f torch_npu_pinpool/__main__.py ]]; then
     say "python -m torch_npu_pinpool doctor"
+    # From outside the checkout: `python -m` puts the current directory first on sys.path, and
+    # the source tree's torch_npu_pinpool has no compiled extension (pip built it elsewhere).
+    cd /
     exec python -m torch_npu_pinpool doctor
 else
     say "NOTE: the doctor (python -m torch_npu_pinpool doctor) does not exist yet in this checkout"

@@ -9,7 +9,7 @@ namespace {
 using PoolId = std::tuple<uint64_t, uint64_t>;
 constexpr int kCaptureActive = 1;  // aclmdlRICaptureStatus::ACTIVE
 
-c10::MempoolId_t to_id(const PoolId& id) { return {std::get<0>(id), std::get<1>(id)}; }
+MempoolId to_id(const PoolId& id) { return {std::get<0>(id), std::get<1>(id)}; }
 
 PinPoolHostAllocatorImpl& impl() {
   auto* allocator = active_allocator();

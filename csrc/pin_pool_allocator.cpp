@@ -415,12 +415,12 @@ GraphPool* PinPoolHostAllocatorImpl::capture_pool_locked(Stream stream) {
   return nullptr;
 }
 
-GraphPool* PinPoolHostAllocatorImpl::pool_for_id_locked(c10::MempoolId_t id) {
+GraphPool* PinPoolHostAllocatorImpl::pool_for_id_locked(MempoolId id) {
   auto it = pools_.find(id);
   return it == pools_.end() ? nullptr : it->second;
 }
 
-uint64_t PinPoolHostAllocatorImpl::begin_capture(c10::MempoolId_t pool_id,
+uint64_t PinPoolHostAllocatorImpl::begin_capture(MempoolId pool_id,
                                                  CaptureFilter filter) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool anonymous = pool_id.first == 0 && pool_id.second == 0;
@@ -452,7 +452,7 @@ void PinPoolHostAllocatorImpl::unregister_capture_locked(std::vector<Capture>::i
   captures_underway_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void PinPoolHostAllocatorImpl::end_capture(c10::MempoolId_t pool_id) {
+void PinPoolHostAllocatorImpl::end_capture(MempoolId pool_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find_if(captures_.begin(), captures_.end(),
                          [&](const Capture& c) { return c.pool->id == pool_id; });
@@ -468,7 +468,7 @@ void PinPoolHostAllocatorImpl::end_capture(c10::MempoolId_t pool_id) {
   }
 }
 
-void PinPoolHostAllocatorImpl::end_capture_token(uint64_t token, c10::MempoolId_t bind_id) {
+void PinPoolHostAllocatorImpl::end_capture_token(uint64_t token, MempoolId bind_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find_if(captures_.begin(), captures_.end(),
                          [&](const Capture& c) { return c.token == token; });
@@ -506,9 +506,9 @@ int PinPoolHostAllocatorImpl::abort_captures_since(uint64_t seq) {
   return aborted;
 }
 
-std::vector<c10::MempoolId_t> PinPoolHostAllocatorImpl::ended_since(uint64_t seq) {
+std::vector<MempoolId> PinPoolHostAllocatorImpl::ended_since(uint64_t seq) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<c10::MempoolId_t> ids;
+  std::vector<MempoolId> ids;
   for (const auto& [when, what] : ended_) {
     if (when > seq && what.second == std::this_thread::get_id()) {
       ids.push_back(what.first);
@@ -530,7 +530,7 @@ void PinPoolHostAllocatorImpl::abort_capture(uint64_t token) {
   release_use_locked(pool);
 }
 
-void PinPoolHostAllocatorImpl::release_pool(c10::MempoolId_t pool_id) {
+void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     GraphPool* pool = pool_for_id_locked(pool_id);
@@ -543,7 +543,7 @@ void PinPoolHostAllocatorImpl::release_pool(c10::MempoolId_t pool_id) {
   process_pending();
 }
 
-void PinPoolHostAllocatorImpl::note_replay(c10::MempoolId_t pool_id) {
+void PinPoolHostAllocatorImpl::note_replay(MempoolId pool_id) {
   const Stream stream = c10_npu::getCurrentNPUStream();
   std::lock_guard<std::mutex> lock(mutex_);
   if (GraphPool* pool = pool_for_id_locked(pool_id)) {
@@ -745,7 +745,6 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     process_pending();
   }
   at::HostStats stats = Base::getStats();
-#if PINPOOL_HOST_STATS_HAS_STAT_FIELDS
   // Graph-pool blocks are host memory this allocator holds: count them like ATen counts
   // its own (current values; peaks are best effort, as in ATen).
   int64_t blocks = 0, bytes = 0, active_blocks = 0, active_bytes = 0;
@@ -770,10 +769,16 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     stat.current += amount;
     stat.peak = std::max(stat.peak, stat.current);
   };
+#if PINPOOL_HOST_STATS_2_10
   fold(stats.allocations, blocks);
   fold(stats.allocated_bytes, bytes);
   fold(stats.active_requests, active_blocks);
   fold(stats.active_bytes, active_bytes);
+#else
+  fold(stats.segment, blocks);
+  fold(stats.reserved_bytes, bytes);
+  fold(stats.allocation, active_blocks);
+  fold(stats.allocated_bytes, active_bytes);
 #endif
   return stats;
 }
@@ -840,16 +845,16 @@ void PinPoolHostAllocator::reset_peak_stats() { impl_->resetPeakStats(); }
 
 #if PINPOOL_HAS_ATEN_HOST_POOLS
 // torch_npu >= 2.11 calls these from NPUGraph::capture_begin / capture_end / reset.
-void PinPoolHostAllocator::begin_allocate_to_pool(c10::MempoolId_t pool_id,
+void PinPoolHostAllocator::begin_allocate_to_pool(MempoolId pool_id,
                                                   CaptureFilter filter) {
   impl_->begin_capture(pool_id, std::move(filter));
 }
 
-void PinPoolHostAllocator::end_allocate_to_pool(c10::MempoolId_t pool_id) {
+void PinPoolHostAllocator::end_allocate_to_pool(MempoolId pool_id) {
   impl_->end_capture(pool_id);
 }
 
-void PinPoolHostAllocator::release_pool(c10::MempoolId_t pool_id) {
+void PinPoolHostAllocator::release_pool(MempoolId pool_id) {
   impl_->release_pool(pool_id);
 }
 #endif

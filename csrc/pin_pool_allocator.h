@@ -44,6 +44,13 @@ using CaptureFilter = std::function<bool(c10::Stream)>;
 
 struct GraphPool;
 
+// c10::MempoolIdHash only exists from torch 2.10.
+struct PoolIdHash {
+  size_t operator()(const MempoolId& id) const {
+    return std::hash<uint64_t>()(id.first) * 31 + std::hash<uint64_t>()(id.second);
+  }
+};
+
 // An NPUEvent that goes back to a per-device free list when dropped. NPUEvent records go
 // through torch_npu's task queue, and NPUEvent::query() says "not ready" while the record
 // still sits in that queue: exactly the conservative answer a host allocator needs.
@@ -69,7 +76,7 @@ struct PinBlock : at::HostBlock<Stream> {
 
 // One graph memory pool on the host side; identified like the graph's device pool.
 struct GraphPool {
-  c10::MempoolId_t id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
+  MempoolId id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
   int uses{0};                // graphs holding it + the capture underway into it
   bool capturing{false};
   bool retired{false};  // no graph uses it any more; id erased, waiting for the fence
@@ -86,7 +93,7 @@ struct GraphPool {
 };
 
 struct PoolInfo {
-  c10::MempoolId_t id;
+  MempoolId id;
   int graphs;
   bool capturing;
   bool retiring;
@@ -111,15 +118,15 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
 
   // Capture registry (called by torch_npu >= 2.11 through at::HostAllocator, or by the
   // Python hooks on <= 2.10). A zero pool id asks for a pool bound later by bind_pool().
-  uint64_t begin_capture(c10::MempoolId_t pool_id, CaptureFilter filter);
-  void end_capture(c10::MempoolId_t pool_id);
-  void end_capture_token(uint64_t token, c10::MempoolId_t bind_id);
+  uint64_t begin_capture(MempoolId pool_id, CaptureFilter filter);
+  void end_capture(MempoolId pool_id);
+  void end_capture_token(uint64_t token, MempoolId bind_id);
   void abort_capture(uint64_t token);
   int abort_captures_since(uint64_t seq);
-  std::vector<c10::MempoolId_t> ended_since(uint64_t seq);
+  std::vector<MempoolId> ended_since(uint64_t seq);
   uint64_t seq() const { return seq_.load(); }
-  void release_pool(c10::MempoolId_t pool_id);
-  void note_replay(c10::MempoolId_t pool_id);
+  void release_pool(MempoolId pool_id);
+  void note_replay(MempoolId pool_id);
   std::vector<PoolInfo> pool_info();
   void process_pending();
   at::HostAllocator* native() const { return native_; }
@@ -154,7 +161,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   PinBlock* find_block(void* ptr, void* ctx);
 
   GraphPool* capture_pool_locked(Stream stream);
-  GraphPool* pool_for_id_locked(c10::MempoolId_t id);
+  GraphPool* pool_for_id_locked(MempoolId id);
   void release_use_locked(GraphPool* pool);
   void add_dependency_locked(GraphPool& pool, GraphPool* other);
   void place_free_block_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
@@ -182,12 +189,12 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // allocated_ flag of pool blocks. Only the slow paths take it.
   std::mutex mutex_;
   std::vector<Capture> captures_;
-  ska::flat_hash_map<c10::MempoolId_t, GraphPool*, c10::MempoolIdHash> pools_;
+  ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;
   std::vector<GraphPool*> anonymous_pools_;  // capturing with pool=None on <= 2.10
   std::vector<GraphPool*> retiring_;
   std::vector<GraphPool*> drained_;  // retired, fenced, still owning blocks in use
   std::vector<PendingBlock> pending_blocks_;
-  std::vector<std::pair<uint64_t, std::pair<c10::MempoolId_t, std::thread::id>>> ended_;
+  std::vector<std::pair<uint64_t, std::pair<MempoolId, std::thread::id>>> ended_;
   std::atomic<uint64_t> seq_{0};
 
   std::mutex process_mutex_;  // serializes process_pending()
@@ -206,9 +213,9 @@ class PinPoolHostAllocator final : public at::HostAllocator {
   void reset_accumulated_stats() override;
   void reset_peak_stats() override;
 #if PINPOOL_HAS_ATEN_HOST_POOLS
-  void begin_allocate_to_pool(c10::MempoolId_t pool_id, CaptureFilter filter) override;
-  void end_allocate_to_pool(c10::MempoolId_t pool_id) override;
-  void release_pool(c10::MempoolId_t pool_id) override;
+  void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) override;
+  void end_allocate_to_pool(MempoolId pool_id) override;
+  void release_pool(MempoolId pool_id) override;
 #endif
 
   PinPoolHostAllocatorImpl& impl() { return *impl_; }

@@ -7,6 +7,8 @@
 
 #include <torch/version.h>
 
+#include <utility>
+
 #define PINPOOL_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||          \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -24,10 +26,10 @@
 // macro only decides which virtuals we override.
 #define PINPOOL_HAS_ATEN_HOST_POOLS PINPOOL_TORCH_AT_LEAST(2, 11)
 
-// HostStats has had the fields we fold pool blocks into (allocations, allocated_bytes,
-// active_requests, active_bytes as c10::CachingAllocator::Stat) since 2.10; before that
-// they had other names, so on 2.8 / 2.9 pool blocks are reported by pool_stats() only.
-#define PINPOOL_HOST_STATS_HAS_STAT_FIELDS PINPOOL_TORCH_AT_LEAST(2, 10)
+// HostStats field names: 2.10 has allocations / allocated_bytes (held) and
+// active_requests / active_bytes (in use); 2.8 and 2.9 have segment / reserved_bytes (held)
+// and allocation / allocated_bytes (in use).
+#define PINPOOL_HOST_STATS_2_10 PINPOOL_TORCH_AT_LEAST(2, 10)
 
 // torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10 - 2.13) versus
 // include/third_party/acl/inc/acl/ (2.9.x, whose acl_rt.h is C++ only). setup.py puts
@@ -36,3 +38,10 @@
 #if !__has_include(<acl/acl.h>)
 #error "ACL headers not found: build against an installed torch_npu (pip install --no-build-isolation .)."
 #endif
+
+namespace torch_npu_pinpool {
+// A graph memory pool id, as torch_npu's NPUGraph makes them. Spelled out because
+// c10::MempoolId_t (the same std::pair) only moved into c10 in torch 2.9, and
+// c10::MempoolIdHash in 2.10.
+using MempoolId = std::pair<unsigned long long, unsigned long long>;
+}  // namespace torch_npu_pinpool

@@ -130,22 +130,46 @@ ACL_FUNC_VISIBILITY const char* aclrtGetSocName() {
   return config().soc.c_str();
 }
 
-ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo,
+// Core counts of an Ascend910B2 die (also used for the A3 part): 24 AI (cube) cores, 48 vector
+// cores, 6 AI CPUs, 192 MiB L2. Enumerators by value: older headers lack some names.
+ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo info,
                                                     int64_t* value) {
   SIMCANN_API();
   if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) {
     return ACL_ERROR_INVALID_PARAM;
   }
-  *value = 0;
+  switch (static_cast<int>(info)) {
+    case 0: *value = 24; break;           // ACL_DEVICE_INFO_AI_CORE_NUM
+    case 1: *value = 48; break;           // ACL_DEVICE_INFO_VECTOR_CORE_NUM
+    case 2: *value = 192LL << 20; break;  // ACL_DEVICE_INFO_L2_SIZE
+    default: *value = 0;
+  }
   return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr, int64_t* value) {
+ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr,
+                                                int64_t* value) {
   SIMCANN_API();
   if (value == nullptr || !valid_device(static_cast<int32_t>(deviceId))) {
     return ACL_ERROR_INVALID_PARAM;
   }
-  *value = 0;
+  switch (static_cast<int>(attr)) {
+    case 1: *value = 6; break;     // ACL_DEV_ATTR_AICPU_CORE_NUM
+    case 101: *value = 24; break;  // ACL_DEV_ATTR_AICORE_CORE_NUM
+    case 102: *value = 24; break;  // ACL_DEV_ATTR_CUBE_CORE_NUM
+    case 201: *value = 48; break;  // ACL_DEV_ATTR_VECTOR_CORE_NUM
+    default: *value = 0;
+  }
+  return ACL_SUCCESS;
+}
+
+// A stable per-device UUID ("simcann" + device id).
+ACL_FUNC_VISIBILITY aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
+  SIMCANN_API();
+  if (uuid == nullptr || !valid_device(deviceId)) return ACL_ERROR_INVALID_PARAM;
+  std::memset(uuid->bytes, 0, sizeof(uuid->bytes));
+  std::memcpy(uuid->bytes, "simcann", 7);
+  uuid->bytes[15] = static_cast<char>(deviceId);
   return ACL_SUCCESS;
 }
 

@@ -74,8 +74,6 @@ out["pin"] = [failed.is_pinned(), failed.data_ptr()]
 out["pin_next"] = torch.empty(1 << 20, pin_memory=True).is_pinned()
 simcann_set_fault(FAULT.encode(), 1)
 out["fault"] = attempt(capture)
-# invalidate: torch_npu raises from its task queue before calling aclmdlRICaptureEnd, so the
-# stream stays in the (invalidated) capture and device synchronization is refused, as on hardware.
 out["after"] = attempt(torch.npu.synchronize)
 result = out
 '''.replace("FAULT", repr(fault))
@@ -89,4 +87,7 @@ result = out
     elif fault == "capture_end":
         assert "507903" in o["fault"] and o["after"] == "ok", o
     else:
-        assert "107027" in o["after"], o
+        # Either torch_npu's task queue reports the failed captured copy before capture_end calls
+        # aclmdlRICaptureEnd (the stream stays in the invalidated capture: synchronize -> 107027),
+        # or aclmdlRICaptureEnd runs first and reports the invalidated capture (507903).
+        assert "107027" in o["after"] or "507903" in o["fault"], o

@@ -365,6 +365,29 @@ def aggregate(trials):
         # for a simulator worker that may not get a core): the upper quartile and the best
         # repetition compare the runs the load did not slow down.
         p5["ratio_of_q3"] = p5["plugin_steps_per_s"]["q3"] / p5["native_steps_per_s"]["q3"]
+        # "Unloaded" repetitions: steps/s above 35 % of the best repetition of either mode (the
+        # slow mode is ~10x slower); their medians and Python-thread CPU per step.
+        best = max(p5["plugin_steps_per_s"]["max"], p5["native_steps_per_s"]["max"])
+        fast = {}
+        for mode in ("native", "plugin"):
+            xs, cs = [], []
+            for t in trials:
+                r = t.get(mode)
+                f = fig_of(r, "P5") if r and "failed" not in r else None
+                if not f:
+                    continue
+                tc = f.get("thread_cpu_us_per_step") or [None] * len(f["steps_per_s"])
+                for x, c in zip(f["steps_per_s"], tc):
+                    if x >= 0.35 * best:
+                        xs.append(x)
+                        if c is not None:
+                            cs.append(c)
+            fast[mode] = {"steps_per_s": summ(xs), "thread_cpu_us_per_step": summ(cs)}
+        p5["unloaded"] = fast
+        if fast["native"]["steps_per_s"] and fast["plugin"]["steps_per_s"]:
+            p5["unloaded_ratio_of_medians"] = (
+                fast["plugin"]["steps_per_s"]["median"] / fast["native"]["steps_per_s"]["median"]
+            )
         p5["ratio_of_max"] = p5["plugin_steps_per_s"]["max"] / p5["native_steps_per_s"]["max"]
         ratio = p5["plugin_steps_per_s"]["median"] / p5["native_steps_per_s"]["median"]
         p5["ratio_of_medians"] = ratio
@@ -513,6 +536,21 @@ def table(S, meta):
         w(
             f"   wall, unloaded runs: ratio of upper quartiles {p5['ratio_of_q3']:.3f}, of best repetitions {p5['ratio_of_max']:.3f}"
         )
+        un = p5.get("unloaded") or {}
+        for mode in ("native", "plugin"):
+            x, c_ = (
+                (un.get(mode) or {}).get("steps_per_s"),
+                (un.get(mode) or {}).get("thread_cpu_us_per_step"),
+            )
+            if x:
+                cs = f", python-thread cpu {c_['median']:.1f} us/step" if c_ else ""
+                w(
+                    f"   unloaded repetitions (>= 35% of the best) {mode:<7} n={x['n']:<3} {x['median']:8.1f} steps/s [{x['q1']:.1f}-{x['q3']:.1f}]{cs}"
+                )
+        if "unloaded_ratio_of_medians" in p5:
+            w(
+                f"   unloaded repetitions: steps/s plugin/native {p5['unloaded_ratio_of_medians']:.3f} (target >= 0.99)"
+            )
     if "cpu_ratio_of_medians" in p5:
         pr = p5["paired_trial_cpu_ratio"]
         prs = f"(paired q1..q3 {pr['q1']:.3f}..{pr['q3']:.3f})" if pr else ""

@@ -661,7 +661,8 @@ def plot(S, meta, path):
     a2.set_ylabel("pinned host bytes held over baseline (KiB)")
     a2.set_title("P3 pinned bytes held after K graph cycles (target: flat at 0)")
     a2.axhline(0, color="k", lw=1, ls="--")
-    a2.legend(fontsize=8)
+    if any(m in p3 for m in ("native", "plugin")):
+        a2.legend(fontsize=8)
     fig.suptitle(
         f"torch_npu_pinpool vs native, pair {meta['pair']} (torch_npu {meta['torch_npu']}), simulated runtime, "
         f"{meta['machine']['date_utc']}, {meta['machine']['nproc']} CPUs",

@@ -584,6 +584,8 @@ def plot(S, meta, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib not installed"
+    if not S["P1"] and not any(m in S["P3"] for m in ("native", "plugin")):
+        return "no P1 / P3 data to plot"
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5))
     rows = [r for r in S["P1"] if r.get("cpu", {}).get("ratio_of_medians") is not None]
     labels = [

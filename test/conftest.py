@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -50,17 +51,23 @@ def run_snippet(
 
     The snippet assigns a JSON-serialisable value to ``result``. With ``expect_ok`` (the
     default) a non-zero exit fails the calling test with the child's output attached.
+
+    The child starts in a fresh empty directory: ``python -c`` puts its working directory first
+    on ``sys.path``, and from the repository root the source ``torch_npu_pinpool/`` (no
+    compiled ``_C``) would shadow the installed plugin. Snippets get their inputs from ``env``.
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
     program = _PRELUDE + textwrap.dedent(code) + _EPILOGUE
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
+        proc = subprocess.run(
+            [sys.executable, "-c", program],
+            env=full_env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     value = None
     for line in proc.stdout.splitlines():
         if line.startswith(_RESULT_TAG):

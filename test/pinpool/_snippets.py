@@ -11,16 +11,7 @@ import os
 
 import pytest
 
-# The child runs with the repository as its working directory; drop it from sys.path so the
-# *installed* package (with its built extension) is imported, not the source tree.
-INSTALLED = r"""
-import os as _os, sys as _sys
-_sys.path[:] = [p for p in _sys.path if p not in ("", ".", _os.getcwd())]
-"""
-
-PRELUDE = (
-    INSTALLED
-    + r'''
+PRELUDE = r'''
 import ctypes, gc, os, threading
 import torch, torch_npu
 import torch_npu_pinpool
@@ -56,7 +47,6 @@ def values(t):
     """The distinct values of a tensor, as a sorted list."""
     return sorted(set(t.cpu().tolist()))
 '''
-)
 
 PLUGIN_ON = {}
 PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}

@@ -3,7 +3,7 @@ and the off switch."""
 
 from __future__ import annotations
 
-from ._snippets import INSTALLED, PRELUDE
+from ._snippets import PRELUDE
 
 ACTIVATE = r"""
 import logging
@@ -25,9 +25,7 @@ def test_import_activates_once(run_isolated):
     assert off["active"] is False and off["again"] is False and off["still"] is False
 
 
-OFF_SWITCH = (
-    INSTALLED
-    + r"""
+OFF_SWITCH = r"""
 import os, ctypes
 import torch, torch_npu
 from torch_npu.npu.graphs import NPUGraph
@@ -38,7 +36,6 @@ result = {
     "replay_is_native": not hasattr(NPUGraph.replay, "__wrapped__"),
 }
 """
-)
 
 
 def test_off_switch_patches_nothing(run_isolated):
@@ -50,9 +47,7 @@ def test_off_switch_patches_nothing(run_isolated):
     assert on == {"active": True, "patched": True, "replay_is_native": False}
 
 
-ENTRY_POINT = (
-    INSTALLED
-    + r"""
+ENTRY_POINT = r"""
 import logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 import torch   # autoloads torch_npu and torch_npu_pinpool through torch.backends
@@ -61,7 +56,6 @@ result = {
     "active": "torch_npu_pinpool" in sys.modules and sys.modules["torch_npu_pinpool"].is_active(),
 }
 """
-)
 
 
 def test_entry_point_autoload(run_isolated):
@@ -76,9 +70,7 @@ def test_entry_point_autoload(run_isolated):
     assert off.result["active"] is False
 
 
-LATE = (
-    INSTALLED
-    + r"""
+LATE = r"""
 import torch, torch_npu, os, ctypes
 torch.npu.set_device(0)
 N = 1024
@@ -103,7 +95,6 @@ result = {
     "fresh_pinned": all(t.is_pinned() for t in fresh),
 }
 """
-)
 
 
 def test_activation_after_pinned_tensors_exist(run_isolated):

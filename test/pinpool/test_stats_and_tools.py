@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from ._snippets import INSTALLED, ON_OFF, PRELUDE, env_for, native_pools
+from ._snippets import ON_OFF, PRELUDE, env_for, native_pools
 
 STATS = r"""
 torch.npu.set_stream(torch.npu.Stream())
@@ -55,18 +55,18 @@ def test_host_memory_stats_count_graph_pools(run_isolated, plugin):
         assert o["after"] == 16384, "native >= 2.11 leaks the used capture block"
 
 
-def test_doctor():
+def test_doctor(tmp_path):
     """``python -m torch_npu_pinpool doctor`` reports versions, the simulator, the mode, and
     passes its self-test; with the plugin off it exits non-zero."""
     run_main = "import runpy; runpy.run_module('torch_npu_pinpool', run_name='__main__')"
-    cmd = [sys.executable, "-c", INSTALLED + run_main, "doctor"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = [sys.executable, "-c", run_main, "doctor"]  # from tmp_path: not the source tree
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "simulated CANN runtime" in r.stdout
     assert "backport" in r.stdout or "native-present" in r.stdout
     assert "self-test:          PASS" in r.stdout
     env = {**os.environ, "TORCH_NPU_PINPOOL": "0"}
-    off = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    off = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert off.returncode != 0
 
 

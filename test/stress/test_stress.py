@@ -41,12 +41,7 @@ if not os.environ.get("SIMCANN_LIB_DIR"):
     )
 
 _HEAD = """
-import os, sys, glob
-# `python -c` puts the working directory first on sys.path: run from the repo root, the source
-# tree's torch_npu_pinpool/ (no compiled _C unless built in place) would shadow the installed one.
-_src = os.path.join(os.getcwd(), "torch_npu_pinpool")
-if os.path.isdir(_src) and not glob.glob(os.path.join(_src, "_C*.so")):
-    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+import os, sys
 sys.path.insert(0, {here!r})
 from stresslib import *
 import gc, json, random, threading, time

@@ -8,12 +8,16 @@
 #include <torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace torch_npu_pinpool {
 namespace {
 
 constexpr int kCaptureStatusActive = 1;  // aclmdlRICaptureStatus::ACTIVE
+// empty_cache() waits at most this long for a retiring pool's fence (then the pool stays
+// retiring and a later call gives it back): a wedged runtime must not hang host_empty_cache().
+constexpr auto kFenceWaitLimit = std::chrono::seconds(5);
 
 size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
@@ -168,6 +172,25 @@ std::vector<Event> PinPoolHostAllocatorImpl::record_events(
     events.push_back(std::move(event));
   }
   return events;
+}
+
+// Like events_done, but polls until the events complete or kFenceWaitLimit passed. Polling,
+// not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue, and
+// query() is the answer that accounts for that.
+bool PinPoolHostAllocatorImpl::wait_events(std::vector<Event>& events) {
+  const auto deadline = std::chrono::steady_clock::now() + kFenceWaitLimit;
+  auto pause = std::chrono::microseconds(20);
+  while (!events_done(events)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      TORCH_WARN_ONCE(
+          "torch_npu_pinpool: a retiring graph pool's fence did not complete within ",
+          kFenceWaitLimit.count(), " s; its pinned memory is given back by a later call.");
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  return true;
 }
 
 bool PinPoolHostAllocatorImpl::events_done(std::vector<Event>& events) {
@@ -637,11 +660,34 @@ void PinPoolHostAllocatorImpl::drain_locked(GraphPool* pool,
   forget_pool_if_empty_locked(pool);
 }
 
-void PinPoolHostAllocatorImpl::process_pending() {
-  std::unique_lock<std::mutex> serial(process_mutex_, std::try_to_lock);
-  if (!serial.owns_lock()) {
-    return;  // another thread is at it
+// Never silently skipped: a caller that finds another thread inside leaves process_again_
+// set, and that thread runs another pass before it leaves (so a pool retired by release_pool
+// while another thread processes - a GC finalizer, say - gets its fence at once).
+void PinPoolHostAllocatorImpl::process_pending(bool wait) {
+  process_again_.store(true);
+  for (;;) {
+    std::unique_lock<std::mutex> serial(process_mutex_, std::defer_lock);
+    if (wait) {
+      serial.lock();
+    } else if (!serial.try_lock()) {
+      return;  // the thread inside sees process_again_ after its pass
+    }
+    if (wait) {  // this caller's own pass, even if another thread consumed the request
+      process_again_.store(false);
+      process_pending_pass(/*wait=*/true);
+      wait = false;
+    }
+    while (process_again_.exchange(false)) {
+      process_pending_pass(/*wait=*/false);
+    }
+    serial.unlock();
+    if (!process_again_.load()) {
+      return;
+    }
   }
+}
+
+void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
   std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
   std::vector<PinBlock*> base_frees;
 
@@ -694,7 +740,7 @@ void PinPoolHostAllocatorImpl::process_pending() {
   }
   std::vector<GraphPool*> done;
   for (GraphPool* pool : fenced) {
-    if (events_done(pool->fence)) {
+    if (wait ? wait_events(pool->fence) : events_done(pool->fence)) {
       done.push_back(pool);
     }
   }
@@ -714,7 +760,9 @@ void PinPoolHostAllocatorImpl::process_pending() {
 // empty_cache / stats / introspection
 
 void PinPoolHostAllocatorImpl::empty_cache() {
-  process_pending();
+  // Deterministic: fence what retired and wait for the fences (pools whose replay stream is
+  // capturing stay retiring), so graph gone + host_empty_cache() gives the bytes back.
+  process_pending(/*wait=*/true);
   Base::empty_cache();
   // Pool blocks allocated in a capture and freed unused: no graph reads them.
   std::vector<c10::DataPtr> released;
@@ -835,7 +883,15 @@ bool PinPoolHostAllocator::record_event(void* ptr, void* ctx, c10::Stream stream
   return impl_->record_event(ptr, ctx, stream);
 }
 
-void PinPoolHostAllocator::empty_cache() { impl_->empty_cache(); }
+void PinPoolHostAllocator::empty_cache() {
+  // It may wait for fences: not with the GIL held (event records go through the task queue).
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    Py_BEGIN_ALLOW_THREADS impl_->empty_cache();
+    Py_END_ALLOW_THREADS
+  } else {
+    impl_->empty_cache();
+  }
+}
 
 at::HostStats PinPoolHostAllocator::get_stats() { return impl_->stats(); }
 

@@ -19,7 +19,8 @@
 // Everything else (capture routing, graph pools, retirement) runs under mutex_ and is only
 // reached while a capture is underway or a graph-pool block is involved. Deferred work
 // (retiring pools) is picked up on the allocation slow path (allocate_host_memory), by
-// empty_cache() and by stats.
+// release_pool, by empty_cache() and by stats. empty_cache() records any unrecorded fence and
+// waits for the fences, so one host_empty_cache() after a graph's last use returns its pool.
 #pragma once
 
 #include "version_shim.h"
@@ -128,7 +129,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void release_pool(MempoolId pool_id);
   void note_replay(MempoolId pool_id);
   std::vector<PoolInfo> pool_info();
-  void process_pending();
+  // Gives back what retiring pools and freed pool blocks hold once their events completed.
+  // wait: record every fence still unrecorded and wait for the fences (bounded) first.
+  void process_pending(bool wait = false);
   at::HostAllocator* native() const { return native_; }
 
  private:
@@ -175,6 +178,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   c10::DataPtr take_raw(void* ptr);
   std::vector<Event> record_events(const ska::flat_hash_set<Stream>& streams);
   bool events_done(std::vector<Event>& events);
+  bool wait_events(std::vector<Event>& events);
+  void process_pending_pass(bool wait);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
 
@@ -198,6 +203,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::atomic<uint64_t> seq_{0};
 
   std::mutex process_mutex_;  // serializes process_pending()
+  std::atomic<bool> process_again_{false};  // a process_pending() found process_mutex_ taken
 };
 
 // The object in ATen's host-allocator registry (at::setHostAllocator, priority 1).

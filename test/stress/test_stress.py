@@ -652,14 +652,10 @@ result = {"base": base["sim_live"], "after_one_empty": sim.host_bytes_live(),
 """
 
 
-@pytest.mark.xfail(
-    reason="plugin defect reported in issue #4: a reset graph's host pool retires lazily; the "
-    "first host_empty_cache() after reset + synchronize may leave its blocks (the next one frees)",
-    strict=False,
-)
 def test_single_host_empty_cache_releases(run_isolated):
     iso = scenario(run_isolated, SINGLE_EMPTY_BODY)
     r = iso.result
     assert r is not None, describe(iso)
     assert r["after_two"] == r["base"], describe(iso)
     assert r["after_one_empty"] == r["base"], describe(iso)
+

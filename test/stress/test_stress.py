@@ -463,12 +463,24 @@ def r2_run():
     return scenario(run_snippet, r2_program(), expect_ok=False)
 
 
+def _torch_npu_version() -> tuple[int, int]:
+    major, minor = importlib.metadata.version("torch_npu").split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
 @pytest.mark.parametrize("case", R2_ORDER)
 def test_r2_faults(r2_run, case):
     iso = r2_run
     assert iso.result is not None and case in iso.result, describe(iso)
     r = iso.result[case]
     assert "crash" not in r, r.get("crash", "") + "\n" + describe(iso)
+    if case == "invalidated_capture" and _torch_npu_version() < (2, 10):
+        assert r["raised"] is not None and r["capturing_now"] is False, describe(iso)
+        pytest.skip(
+            "torch_npu < 2.10 bug: after a captured task fails, its task queue runs nothing "
+            "more (eager copies never execute, events never complete; the same with "
+            "TORCH_NPU_PINPOOL=0), so the allocator's recovery cannot be checked"
+        )
     if case == "malloc_host_in_capture":
         # a Python exception, or an allocator that recovered by retrying with a valid block
         assert r["raised"] is not None or r.get("recovered") is True, describe(iso)

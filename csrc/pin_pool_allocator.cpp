@@ -793,6 +793,24 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     process_pending();
   }
   at::HostStats stats = Base::getStats();
+#if PINPOOL_ATEN_IN_USE_BYTES_MISCOUNTED
+  // In-use bytes of the default pool from the per-bucket block counts (see version_shim.h):
+  // a bucket holds one size, 2^index (blocks are PowerOf2Ceil, the index Log2_64_Ceil).
+  // Read without the bucket locks (private to ATen): a snapshot, like the rest of stats.
+  // `peak` and `freed` of this stat stay as ATen counts them.
+  int64_t in_use_bytes = 0;
+#if PINPOOL_HOST_STATS_2_10
+  const auto& in_use_counts = stats_.active_bucket_stats;
+  c10::CachingAllocator::Stat& in_use_stat = stats.active_bytes;
+#else
+  const auto& in_use_counts = stats_.allocation_bucket_stats;
+  c10::CachingAllocator::Stat& in_use_stat = stats.allocated_bytes;
+#endif
+  for (size_t i = 0; i < in_use_counts.size() && i < 63; ++i) {
+    in_use_bytes += in_use_counts[i].current * (int64_t{1} << i);
+  }
+  in_use_stat.current = in_use_bytes;
+#endif
   // Graph-pool blocks are host memory this allocator holds: count them like ATen counts
   // its own (current values; peaks are best effort, as in ATen).
   int64_t blocks = 0, bytes = 0, active_blocks = 0, active_bytes = 0;

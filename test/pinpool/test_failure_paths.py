@@ -133,8 +133,26 @@ result = out
 """
 
 
+# torch_npu < 2.10 bug, not ours (the same with TORCH_NPU_PINPOOL=0): its device caching
+# allocator keeps a capture whose capture_begin / capture_end failed in `captures_underway`, so
+# the torch.npu.empty_cache() every later torch.npu.graph enters with fails "INTERNAL ASSERT
+# captures_underway.empty()". That call only trims the device cache: let exactly that assert
+# pass, so clean_capture_works() still checks the host allocator after the fault.
+TOLERATE_STALE_DEVICE_CAPTURE = r"""
+if npu_version() < (2, 10):
+    _native_empty_cache = torch.npu.empty_cache
+    def _empty_cache():
+        try:
+            _native_empty_cache()
+        except RuntimeError as e:
+            if "captures_underway.empty()" not in str(e):
+                raise
+    torch.npu.empty_cache = _empty_cache
+"""
+
+
 def test_runtime_faults(run_isolated):
-    r = run_isolated(PRELUDE + CHECK_CLEAN + RUNTIME_FAULTS)
+    r = run_isolated(PRELUDE + TOLERATE_STALE_DEVICE_CAPTURE + CHECK_CLEAN + RUNTIME_FAULTS)
     o = r.result
     assert o["begin_failed"] and o["after_begin"] == [] and o["clean1"]
     assert o["end_failed"] and not o["capturing_after_end"]

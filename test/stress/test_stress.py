@@ -205,6 +205,7 @@ def test_r1_random_cycles(run_isolated):
 R2_PRELUDE = """
 import traceback
 warm_up()
+tolerate_stale_device_capture()  # torch_npu < 2.10 bug after a failed capture (stresslib)
 
 def check_after():
     # a following capture + replay with a pinned input, and eager use, must be correct

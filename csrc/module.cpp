@@ -68,6 +68,27 @@ void set_capture_model(uint64_t token) {
   backport_captures().at(token).model->store(model);
 }
 
+// Note [Capture that ended without telling the allocator]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu 2.11's NPUGraph::capture_end checks aclmdlRICaptureEnd's result *before* it calls
+// end_allocate_to_pool (2.12 on call it first), so when the runtime fails the end (107038,
+// 107025, 507903: the stream is out of the capture either way) the registration that
+// begin_allocate_to_pool made stays behind: a pool marked capturing forever, its use never
+// released. On >= 2.11 the Python hooks therefore watch each registration begun inside
+// capture_begin (watch_capture: the capture stream and model, as the backport path records
+// them) and, when capture_end raises, abort those whose runtime capture is over. A capture
+// still active (capture_end called on the wrong stream) keeps its registration for a retry.
+void watch_capture(uint64_t token) {
+  const auto stream = c10_npu::getCurrentNPUStream();
+  auto [status, model] = capture_info(stream);
+  TORCH_CHECK(status == kCaptureActive && model != nullptr,
+              "torch_npu_pinpool: capture_begin returned but the current stream is not "
+              "capturing.");
+  auto watched = std::make_shared<std::atomic<void*>>(model);
+  std::lock_guard<std::mutex> lock(g_backport_mutex);
+  backport_captures().emplace(token, BackportCapture{std::move(watched), stream});
+}
+
 // Whether the runtime still captures into this capture's model on its stream.
 bool capture_active(uint64_t token) {
   BackportCapture capture{nullptr, c10_npu::getCurrentNPUStream()};
@@ -124,6 +145,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("begin_capture", &pp::begin_capture, py::call_guard<py::gil_scoped_release>());
   m.def("set_capture_model", &pp::set_capture_model);
   m.def("capture_active", &pp::capture_active);
+  m.def("watch_capture", &pp::watch_capture);
+  m.def("forget_capture", &pp::forget_capture);
+  m.def("captures_since", [](uint64_t seq) { return pp::impl().captures_since(seq); });
   m.def(
       "end_capture",
       [](uint64_t token, const pp::PoolId& bind) {

@@ -540,6 +540,18 @@ std::vector<MempoolId> PinPoolHostAllocatorImpl::ended_since(uint64_t seq) {
   return ids;
 }
 
+// Captures this thread registered after `seq` that are still underway.
+std::vector<uint64_t> PinPoolHostAllocatorImpl::captures_since(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint64_t> tokens;
+  for (const auto& c : captures_) {
+    if (c.token > seq && c.thread == std::this_thread::get_id()) {
+      tokens.push_back(c.token);
+    }
+  }
+  return tokens;
+}
+
 // The capture is over without a graph (its end failed): drop the registration and its use.
 void PinPoolHostAllocatorImpl::abort_capture(uint64_t token) {
   std::lock_guard<std::mutex> lock(mutex_);

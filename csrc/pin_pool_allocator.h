@@ -125,6 +125,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void abort_capture(uint64_t token);
   int abort_captures_since(uint64_t seq);
   std::vector<MempoolId> ended_since(uint64_t seq);
+  std::vector<uint64_t> captures_since(uint64_t seq);
   uint64_t seq() const { return seq_.load(); }
   void release_pool(MempoolId pool_id);
   void note_replay(MempoolId pool_id);

@@ -10,8 +10,9 @@ this class, so patching the class attributes covers them.
   destructor calls the C++ ``reset`` directly, by a ``weakref.finalize`` on the graph.
 * torch_npu >= 2.11 ("native-present") calls begin/end_allocate_to_pool and release_pool on
   the registered allocator itself; the hooks only repair the failure paths torch_npu leaves
-  behind (a capture_begin that fails after begin_allocate_to_pool, a capture_end that fails
-  after end_allocate_to_pool leaves a pool use nobody releases).
+  behind (a capture_begin that fails after begin_allocate_to_pool; a capture_end that fails
+  after end_allocate_to_pool leaves a pool use nobody releases; on 2.11 a capture_end whose
+  runtime call fails never calls end_allocate_to_pool at all).
 * Both: ``replay`` tells the allocator which stream the graph ran on, so retiring a pool waits
   for exactly those replays.
 """
@@ -23,7 +24,7 @@ import weakref
 from typing import Any
 
 _ID = "_pinpool_id"  # the graph's pool id, set once capture_end succeeded
-_TOKEN = "_pinpool_token"  # backport: the capture registration underway
+_TOKEN = "_pinpool_token"  # the capture registration(s) underway
 _USE = "_pinpool_use"  # backport: the graph's use of its pool
 
 
@@ -80,22 +81,38 @@ def install(ext: Any, native_pools: bool) -> None:
             _refuse_expandable_segments()
             seq = ext.seq()
             try:
-                return orig_begin(self, *args, **kwargs)
+                result = orig_begin(self, *args, **kwargs)
             except BaseException:
                 # torch_npu called begin_allocate_to_pool before aclmdlRICaptureBegin.
                 ext.abort_captures_since(seq)
                 raise
+            # Note [Capture that ended without telling the allocator] (csrc/module.cpp)
+            tokens = ext.captures_since(seq)
+            for token in tokens:
+                ext.watch_capture(token)
+            self.__dict__[_TOKEN] = tokens
+            return result
 
         def capture_end(self):
             seq = ext.seq()
+            tokens = self.__dict__.pop(_TOKEN, [])
             try:
                 orig_end(self)
             except BaseException:
-                # end_allocate_to_pool ran, the capture is over without a graph, and
-                # reset() only releases pools of graphs that have one: release it here.
+                # torch_npu >= 2.12: end_allocate_to_pool ran, the capture is over without a
+                # graph, and reset() only releases pools of graphs that have one: release it.
                 for pool_id in ext.ended_since(seq):
                     ext.release_pool(pool_id)
+                # torch_npu 2.11 raised before end_allocate_to_pool: abort what is over.
+                live = [token for token in tokens if ext.capture_active(token)]
+                for token in tokens:
+                    if token not in live:
+                        ext.abort_capture(token)
+                if live:
+                    self.__dict__[_TOKEN] = live
                 raise
+            for token in tokens:
+                ext.forget_capture(token)
             remember_pool(self)
 
         def reset(self):

@@ -3,6 +3,8 @@
 # that activate it (stdout: `export NAME=value` lines only; everything else goes to stderr).
 #
 #   bash ci/lib/envsetup.sh PAIR
+#   bash ci/lib/envsetup.sh PAIR --cached   # exit 0 if PAIR's venv is complete (nothing to
+#                                           # download), 1 if not; changes nothing
 #
 # Used through `source ci/sim-env.sh PAIR` (or `bash ci/sim-env.sh PAIR --print`).
 #
@@ -17,6 +19,11 @@
 set -euo pipefail
 
 PAIR="${1:-}"
+QUERY="${2:-}"
+if [[ -n "$QUERY" && "$QUERY" != --cached ]]; then
+    echo "usage: bash ci/lib/envsetup.sh PAIR [--cached]" >&2
+    exit 2
+fi
 # Never let `import torch` load torch_npu by itself (torch's device-backend autoload): without
 # the simulated runtime on LD_LIBRARY_PATH that fails.
 export TORCH_DEVICE_BACKEND_AUTOLOAD=0
@@ -54,15 +61,24 @@ TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ru
 # Bump when the recipe below changes: every cached env is then rebuilt.
 RECIPE=3
 
+venv_is_complete() {
+    [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "$WANT_STAMP" &&
+        -x "$VENV/bin/python" ]]
+}
+base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
+    die "running $BASE_PY" "install Python 3 or point PINPOOL_PYTHON at one"
+WANT_STAMP="recipe=$RECIPE python=$base_py_version torch=$PAIR_TORCH npu=$PAIR_NPU nodeps=$PAIR_NPU_NODEPS deps=${TEST_DEPS[*]}"
+
+if [[ "$QUERY" == --cached ]]; then
+    venv_is_complete
+    exit
+fi
+
 exec 9>"$ROOT/$PAIR.lock"
 if ! flock -n 9; then
     say "another process is setting up this env; waiting for it"
     flock 9
 fi
-
-base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
-    die "running $BASE_PY" "install Python 3 or point PINPOOL_PYTHON at one"
-WANT_STAMP="recipe=$RECIPE python=$base_py_version torch=$PAIR_TORCH npu=$PAIR_NPU nodeps=$PAIR_NPU_NODEPS deps=${TEST_DEPS[*]}"
 
 run_logged() {
     # run_logged STEP WHATTODO CMD...: append CMD's output to the log; die on failure.
@@ -73,8 +89,7 @@ run_logged() {
 }
 
 # --- 1. the venv ---------------------------------------------------------------------------
-if [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "$WANT_STAMP" &&
-    -x "$VENV/bin/python" ]]; then
+if venv_is_complete; then
     : # reuse, quietly
 else
     if [[ -e "$VENV" ]]; then

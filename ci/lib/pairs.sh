@@ -7,7 +7,7 @@
 #   PAIR_NPU_NODEPS 1 = install torch_npu with --no-deps (its wheel pins torch==X+cpu, which
 #                  PyPI does not have for Linux x86_64; we pair it with PyPI's CUDA build)
 #   PAIR_NOTE      what the user is about to wait for
-PINPOOL_ALL_PAIRS="2.13 2.10 2.9 2.8"
+PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8"
 PINPOOL_CI_PAIRS="2.13 2.10"
 
 pinpool_pair_spec() {
@@ -19,6 +19,18 @@ pinpool_pair_spec() {
             PAIR_NPU="torch_npu==2.13.0"
             PAIR_NPU_NODEPS=0
             PAIR_NOTE="torch 2.13.0 (CPU build) + torch_npu 2.13.0"
+            ;;
+        2.12)
+            PAIR_TORCH="torch==2.12.0"
+            PAIR_NPU="torch_npu==2.12.0.post3"
+            PAIR_NPU_NODEPS=1
+            PAIR_NOTE="torch 2.12.0 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.12.0.post3"
+            ;;
+        2.11)
+            PAIR_TORCH="torch==2.11.0"
+            PAIR_NPU="torch_npu==2.11.0.post3"
+            PAIR_NPU_NODEPS=1
+            PAIR_NOTE="torch 2.11.0 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.11.0.post3"
             ;;
         2.10)
             PAIR_TORCH="torch==2.10.0"

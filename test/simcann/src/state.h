@@ -94,6 +94,8 @@ struct QueuedTask {
   std::vector<CheckedRange> ranges;
   uint64_t seq = 0;
   bool delay = true;  // apply the per-task delay
+  // Runs after the stream counts the task as done (see Note [Event completion order]).
+  std::function<void()> on_completed;
 };
 
 struct Stream {

@@ -50,6 +50,7 @@ void worker_loop(Stream* s) {
       s->completed = t.seq;
     }
     s->cv.notify_all();
+    if (t.on_completed) t.on_completed();
   }
 }
 
@@ -426,12 +427,16 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
     std::lock_guard<std::mutex> lock(e->mu);
     gen = ++e->recorded;
   }
+  // Note [Event completion order]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // An event completes when the stream has executed everything before its record (CANN
+  // aclrtRecordEvent / aclrtQueryEventStatus). A host thread woken by the event may query the
+  // stream at once: with nothing queued after the record, aclrtStreamQuery must already say
+  // COMPLETE. So the event is marked only after the worker counted the record task as done.
   QueuedTask t;
   t.name = "aclrtRecordEvent";
-  t.fn = [e, gen] {
-    event_mark_complete(e, gen);
-    return ACL_SUCCESS;
-  };
+  t.fn = [] { return ACL_SUCCESS; };
+  t.on_completed = [e, gen] { event_mark_complete(e, gen); };
   t.delay = false;
   push_task(s, std::move(t));
   return ACL_SUCCESS;

@@ -7,10 +7,13 @@
 #   PAIR_NPU_NODEPS 1 = install torch_npu with --no-deps (its wheel pins torch==X+cpu, which
 #                  PyPI does not have for Linux x86_64; we pair it with PyPI's CUDA build)
 #   PAIR_NOTE      what the user is about to wait for
-PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8"
+#   PAIR_REFUSED   1 = below the supported range: the leg checks that the plugin refuses to
+#                  build and to activate there (test/unsupported/), instead of the suite
+PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8 2.7"
 PINPOOL_CI_PAIRS="2.13 2.10"
 
 pinpool_pair_spec() {
+    PAIR_REFUSED=0
     case "$1" in
         2.13)
             # The CPU build lies on disk (/opt/wheels, pip's find-links): `torch==2.13.0`
@@ -49,6 +52,13 @@ pinpool_pair_spec() {
             PAIR_NPU="torch_npu==2.8.0.post5"
             PAIR_NPU_NODEPS=1
             PAIR_NOTE="torch 2.8.0 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.8.0.post5"
+            ;;
+        2.7)
+            PAIR_TORCH="torch==2.7.1"
+            PAIR_NPU="torch_npu==2.7.1.post11"
+            PAIR_NPU_NODEPS=1
+            PAIR_REFUSED=1
+            PAIR_NOTE="torch 2.7.1 (PyPI's CUDA build, ~3 GB download) + torch_npu 2.7.1.post11 (unsupported: checks the refusal)"
             ;;
         *)
             return 1

@@ -1,9 +1,13 @@
-"""Build torch_npu_pinpool against the torch and torch_npu installed in this environment.
+"""Build torch_npu_pinpool's extension against the torch and torch_npu installed in the
+environment being installed into:
 
-    pip install --no-build-isolation .
+    pip install .
 
-No CANN toolkit is needed: the ACL headers come from the torch_npu wheel and the runtime is
-whatever torch_npu loads.
+Metadata lives in pyproject.toml, the version in torch_npu_pinpool/_version.py, and the
+in-tree build backend (build_backend/pinpool_backend.py) finds the installed torch under pip's
+build isolation. No CANN toolkit is needed: the ACL headers come from the torch_npu wheel and
+the runtime is whatever torch_npu loads. An sdist needs no torch (the backend sets
+_TORCH_NPU_PINPOOL_SDIST=1 and the extension is left out).
 """
 
 from __future__ import annotations
@@ -23,14 +27,31 @@ def _fail(message: str) -> None:
     sys.exit(f"\ntorch_npu_pinpool: {message}\n")
 
 
-def _version() -> str:
-    with open(os.path.join(HERE, "torch_npu_pinpool", "_version.py")) as f:
-        return re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
+def _version_info() -> dict:
+    """torch_npu_pinpool/_version.py, executed without importing the package (whose
+    ``__init__`` imports torch_npu)."""
+    namespace: dict = {}
+    path = os.path.join(HERE, "torch_npu_pinpool", "_version.py")
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), namespace)
+    return namespace
 
 
-def _major_minor(version: str) -> tuple[int, int]:
-    major, minor = re.match(r"(\d+)\.(\d+)", version).groups()
-    return int(major), int(minor)
+def _import_torch():
+    try:
+        import torch
+        from torch.utils.cpp_extension import BuildExtension, CppExtension
+    except ImportError as e:
+        _fail(
+            f"torch is not importable by the Python that builds this package ({sys.executable}:"
+            f" {e}). The extension is built against the torch and torch_npu you run, so build"
+            " it with the Python of the environment that has them: `pip install .` with that"
+            " environment's pip (its build finds the installed torch even under build"
+            " isolation), or `pip install --no-build-isolation .` / `python -m build"
+            " --no-isolation` there. Front ends that build in a separate environment of their"
+            " own (`python -m build`, uv) need the no-isolation form."
+        )
+    return torch, BuildExtension, CppExtension
 
 
 def _torch_npu_root() -> str:
@@ -49,58 +70,51 @@ def _torch_npu_root() -> str:
 
 def _torch_npu_version(root: str) -> str:
     with open(os.path.join(root, "version.py")) as f:
-        return re.search(r"__version__ = '([^']+)'", f.read()).group(1)
+        return re.search(r"__version__ = ['\"]([^'\"]+)['\"]", f.read()).group(1)
 
 
-def _extensions():
-    try:
-        import torch
-        from torch.utils.cpp_extension import CppExtension
-    except ImportError:
-        _fail(
-            "torch is not importable in the build environment. Build with the torch you "
-            "run on: pip install --no-build-isolation .  (plain `pip install .` builds in "
-            "an isolated environment without your torch)."
-        )
+def _extensions(info: dict):
+    torch, BuildExtension, CppExtension = _import_torch()
     root = _torch_npu_root()
     npu_version = _torch_npu_version(root)
-    if _major_minor(npu_version) != _major_minor(torch.__version__):
+    # The supported range first: "too old" says more than "does not pair with your torch".
+    refusal, warning = info["check_torch_npu"](npu_version, "build")
+    if refusal:
+        _fail(refusal)
+    if warning:
+        print(f"\ntorch_npu_pinpool: WARNING: {warning}\n", file=sys.stderr)
+    mm = info["_major_minor"]
+    if mm(npu_version) != mm(torch.__version__):
         _fail(
             f"torch_npu {npu_version} does not pair with torch {torch.__version__}: "
             "torch_npu X requires torch X. Install matching versions."
         )
-    if _major_minor(npu_version) < (2, 8):
-        _fail(f"torch_npu {npu_version} is too old; torch_npu_pinpool needs >= 2.8.0.")
 
     include = os.path.join(root, "include")
     # The ACL headers' root moved inside the wheel (see csrc/version_shim.h).
     candidates = [include, os.path.join(include, "third_party", "acl", "inc")]
     include_dirs = [d for d in candidates if os.path.isdir(d)]
     lib_dir = os.path.join(root, "lib")
-    return [
-        CppExtension(
-            name="torch_npu_pinpool._C",
-            sources=["csrc/module.cpp", "csrc/pin_pool_allocator.cpp"],
-            include_dirs=include_dirs,
-            library_dirs=[lib_dir],
-            libraries=["torch_npu"],
-            extra_compile_args=["-O2", "-fvisibility=hidden"],
-            # Find libtorch_npu.so (and torch's libs) next to us in site-packages.
-            extra_link_args=[
-                "-Wl,-rpath,$ORIGIN/../torch_npu/lib",
-                "-Wl,-rpath,$ORIGIN/../torch/lib",
-                "-Wl,--allow-shlib-undefined",
-            ],
-        )
-    ]
-
-
-def _cmdclass():
-    from torch.utils.cpp_extension import BuildExtension
-
-    return {"build_ext": BuildExtension.with_options(use_ninja=False)}
+    ext = CppExtension(
+        name="torch_npu_pinpool._C",
+        sources=["csrc/module.cpp", "csrc/pin_pool_allocator.cpp"],
+        include_dirs=include_dirs,
+        library_dirs=[lib_dir],
+        libraries=["torch_npu"],
+        extra_compile_args=["-O2", "-fvisibility=hidden"],
+        # Find libtorch_npu.so (and torch's libs) next to us in site-packages.
+        extra_link_args=[
+            "-Wl,-rpath,$ORIGIN/../torch_npu/lib",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+            "-Wl,--allow-shlib-undefined",
+        ],
+    )
+    return [ext], {"build_ext": BuildExtension.with_options(use_ninja=False)}
 
 
 if __name__ == "__main__":
-    ext_modules = _extensions()
-    setup(version=_version(), ext_modules=ext_modules, cmdclass=_cmdclass())
+    if os.environ.get("_TORCH_NPU_PINPOOL_SDIST") == "1":
+        setup()  # an sdist: sources only (MANIFEST.in), no torch needed
+    else:
+        ext_modules, cmdclass = _extensions(_version_info())
+        setup(ext_modules=ext_modules, cmdclass=cmdclass)

@@ -23,7 +23,7 @@ else
 fi
 
 if [[ -f setup.py ]]; then
-    say "installing the plugin (pip install --no-build-isolation .)"
+    say "installing the plugin (sdist + pip install, as the README says: ci/lib/install-plugin.sh)"
     log="$(mktemp)"
     if ! bash ci/lib/install-plugin.sh "$log"; then
         tail -n 60 "$log"

@@ -11,13 +11,14 @@ import os
 import threading
 from typing import Any
 
-from ._version import MIN_TORCH_NPU, __version__
+from ._version import MIN_TORCH_NPU, __version__, check_torch_npu
 
 __all__ = ["__version__", "activate", "is_active", "pool_stats", "mode"]
 
 log = logging.getLogger("torch_npu_pinpool")
 _lock = threading.Lock()
 _ext: Any = None  # the loaded extension (torch_npu_pinpool._C) once active
+_warned_untested = False  # the untested-torch_npu warning is given once per process
 
 
 def _parse(version: str) -> tuple[int, int]:
@@ -30,6 +31,9 @@ def _disabled() -> bool:
 
 
 def _import_torch_npu():
+    """torch and torch_npu, once torch_npu's release is known to be supported (the check
+    reads only ``torch_npu.__version__``, before anything of torch_npu is used)."""
+    global _warned_untested
     try:
         import torch
         import torch_npu
@@ -38,13 +42,14 @@ def _import_torch_npu():
             "torch_npu_pinpool needs torch_npu (and the torch it was built for); install "
             f"torch_npu >= {MIN_TORCH_NPU[0]}.{MIN_TORCH_NPU[1]}.0 first. ({e})"
         ) from e
-    npu_version = _parse(torch_npu.__version__)
-    if npu_version < MIN_TORCH_NPU:
+    refusal, warning = check_torch_npu(torch_npu.__version__, "activate")
+    if refusal:
         raise RuntimeError(
-            f"torch_npu_pinpool supports torch_npu >= {MIN_TORCH_NPU[0]}.{MIN_TORCH_NPU[1]}.0;"
-            f" this is torch_npu {torch_npu.__version__}. Upgrade torch_npu, or set "
-            "TORCH_NPU_PINPOOL=0."
+            f"torch_npu_pinpool: {refusal} (TORCH_NPU_PINPOOL=0 turns the plugin off.)"
         )
+    if warning and not _warned_untested:
+        _warned_untested = True
+        log.warning("torch_npu_pinpool: %s", warning)
     return torch, torch_npu
 
 
@@ -55,8 +60,8 @@ def _load_extension():
     if _parse(torch.__version__) != _parse(ext.built_with_torch):
         raise RuntimeError(
             f"torch_npu_pinpool was built against torch {ext.built_with_torch} but torch "
-            f"{torch.__version__} is running. Reinstall it in this environment: "
-            "pip install --no-build-isolation --force-reinstall torch_npu_pinpool"
+            f"{torch.__version__} is running. Reinstall it with this environment's pip: "
+            "pip install --force-reinstall --no-deps <torch_npu_pinpool source or sdist>"
         )
     return ext
 
@@ -78,6 +83,9 @@ def activate() -> bool:
     global _ext
     if _disabled():
         return False
+    # Outside the lock: when torch is not imported yet, `import torch` runs torch's backend
+    # autoload, whose entry point calls _autoload() -> activate() on this same thread.
+    _import_torch_npu()
     with _lock:
         if _ext is not None and _ext.is_active():
             return False
@@ -122,5 +130,19 @@ def _autoload() -> None:
         log.warning("torch_npu_pinpool not activated: %s", e)
 
 
-if not _disabled():
+def _loaded_by_torch_autoload() -> bool:
+    """Whether this module is being imported while torch itself is still being imported:
+    that is torch's backend autoload (``torch._import_device_backends``) loading the
+    ``torch.backends`` entry point, which calls ``_autoload()`` right after. An exception from
+    here would make ``import torch`` fail (torch turns it into a RuntimeError), so activation
+    is left to ``_autoload()``, which logs failures instead of raising. (``_initializing`` is
+    what importlib sets on a module's spec while the module executes.)"""
+    import sys
+
+    torch = sys.modules.get("torch")
+    spec = getattr(torch, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+if not _disabled() and not _loaded_by_torch_autoload():
     activate()

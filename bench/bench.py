@@ -340,26 +340,17 @@ def aggregate(trials):
         "paired_trial_thread_cpu_ratio": summ(th_ratios),
         "wrong_steps": wrong,
     }
-    if p5["native_thread_cpu_us_per_step"] and p5["plugin_thread_cpu_us_per_step"]:
-        n, p = p5["native_thread_cpu_us_per_step"], p5["plugin_thread_cpu_us_per_step"]
-        ratio = n["median"] / p["median"]
-        p5["thread_cpu_ratio_of_medians"] = ratio
-        if ratio >= 0.99:
-            p5["thread_cpu_verdict"] = "meets"
-        elif p["median"] <= n["q3"]:
-            p5["thread_cpu_verdict"] = "within spread"
-        else:
-            p5["thread_cpu_verdict"] = "MISS"
-    if p5["native_cpu_us_per_step"] and p5["plugin_cpu_us_per_step"]:
-        n, p = p5["native_cpu_us_per_step"], p5["plugin_cpu_us_per_step"]
-        ratio = n["median"] / p["median"]
-        p5["cpu_ratio_of_medians"] = ratio
-        if ratio >= 0.99:
-            p5["cpu_verdict"] = "meets"
-        elif p["median"] <= n["q3"]:
-            p5["cpu_verdict"] = "within spread"
-        else:
-            p5["cpu_verdict"] = "MISS"
+    for cost in ("thread_cpu", "cpu"):  # CPU per step: lower is better
+        n, p = p5[f"native_{cost}_us_per_step"], p5[f"plugin_{cost}_us_per_step"]
+        if n and p:
+            ratio = n["median"] / p["median"]
+            p5[f"{cost}_ratio_of_medians"] = ratio
+            if ratio >= 0.99:
+                p5[f"{cost}_verdict"] = "meets"
+            elif p["median"] <= n["q3"]:
+                p5[f"{cost}_verdict"] = "within spread"
+            else:
+                p5[f"{cost}_verdict"] = "MISS"
     if p5["native_steps_per_s"] and p5["plugin_steps_per_s"]:
         # On a loaded machine the steps/s distribution is bimodal (the stream synchronize waits
         # for a simulator worker that may not get a core): the upper quartile and the best

@@ -230,6 +230,17 @@ def check_after():
     del g
     return w
 
+def note_raised(out, e, prefix=""):
+    # the exception a case expects; test_r2_faults checks its type and message
+    out["raised"], out["message"] = prefix + type(e).__name__, str(e)[:500]
+
+def reset_noting_error(out, g):
+    # NPUGraph.reset() after the fault: an exception is recorded, not raised
+    try:
+        g.reset()
+    except Exception as e:
+        out["reset_error"] = repr(e)[:300]
+
 def finish(out, base, v0):
     # A failed capture_begin / capture_end leaves torch.npu.graph's side stream current (its
     # __exit__ never runs): go back to the default stream as user code would.
@@ -273,7 +284,7 @@ R2_CASES = {
                 sim.set_fault("malloc_host", 1)
                 x = torch.empty(n, dtype=U8, pin_memory=True)
         except Exception as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         sim.set_fault("malloc_host", 0)
         if out["raised"] is None:
             # no exception: the allocator recovered (retried); the block must be pinned
@@ -295,7 +306,7 @@ R2_CASES = {
                 h = torch.ones(16, dtype=U8).pin_memory()
                 d.copy_(h, non_blocking=True)
         except Exception as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         sim.set_fault("capture_begin", 0)
         out["capturing_after"] = torch_npu.npu.graphs.is_current_stream_capturing()
         # a pinned allocation now must be an ordinary eager one
@@ -313,12 +324,9 @@ R2_CASES = {
                 d.copy_(h, non_blocking=True)
                 del h
         except Exception as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         sim.set_fault("capture_end", 0)
-        try:
-            g.reset()
-        except Exception as e:
-            out["reset_error"] = repr(e)[:300]
+        reset_noting_error(out, g)
         del g
     """,
     "invalidated_capture": """
@@ -332,7 +340,7 @@ R2_CASES = {
                 del h
                 torch.npu.current_stream()  # nothing else
         except Exception as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         sim.set_fault("invalidate_capture", 0)
         # torch_npu (2.13 and 2.10): the failed captured copy surfaces as a task-queue error in
         # the with-body, and the capture_end() in __exit__ then raises before it ends the
@@ -343,10 +351,7 @@ R2_CASES = {
                 g.capture_end()
             except Exception as e:
                 out["second_capture_end"] = str(e)[:300]
-        try:
-            g.reset()
-        except Exception as e:
-            out["reset_error"] = repr(e)[:300]
+        reset_noting_error(out, g)
         del g
         # Is torch_npu's task queue still alive? An event recorded now, after a device
         # synchronize, must be complete unless the queue stopped taking work.
@@ -369,14 +374,11 @@ R2_CASES = {
                 d.copy_(h, non_blocking=True)
                 raise Boom("user code failed inside the capture")
         except Boom as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         except Exception as e:
-            out["raised"], out["message"] = "other:" + type(e).__name__, str(e)[:500]
+            note_raised(out, e, prefix="other:")
         del h
-        try:
-            g.reset()
-        except Exception as e:
-            out["reset_error"] = repr(e)[:300]
+        reset_noting_error(out, g)
         del g
     """,
     "reset_twice": """
@@ -392,7 +394,7 @@ R2_CASES = {
         try:
             g.reset()
         except Exception as e:
-            out["raised"], out["message"] = type(e).__name__, str(e)[:500]
+            note_raised(out, e)
         del g
     """,
     "collect_orders": """
@@ -678,4 +680,3 @@ def test_single_host_empty_cache_releases(run_isolated):
     assert r is not None, describe(iso)
     assert r["after_two"] == r["base"], describe(iso)
     assert r["after_one_empty"] == r["base"], describe(iso)
-

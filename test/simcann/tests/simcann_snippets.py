@@ -3,15 +3,14 @@
 ``ACL`` drives the simulated runtime directly through ctypes (no torch import: fast, and it reaches
 rules torch_npu does not expose). ``TORCH`` imports torch + torch_npu over the simulator and also
 opens the library (same handle, same state) for the control API.
+
+The test files using them carry the ``simulator`` marker: test/conftest.py skips them when
+SIMCANN_LIB_DIR is not set (no simulator built: ``source ci/sim-env.sh PAIR``).
 """
 
 from __future__ import annotations
 
-import os
-
-import pytest
-
-ACL = r'''
+ACL = r"""
 import ctypes, os, threading
 SIM = ctypes.CDLL(os.path.join(os.environ["SIMCANN_LIB_DIR"], "libascendcl.so"))
 vp, c_int, c_size, byref = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.byref
@@ -118,15 +117,13 @@ def exchange_mode(mode):
     return m.value
 
 assert aclrtSetDevice(0) == 0
-'''
+"""
 
-TORCH = ACL.replace("assert aclrtSetDevice(0) == 0", "") + r'''
+TORCH = (
+    ACL.replace("assert aclrtSetDevice(0) == 0", "")
+    + r"""
 import torch, torch_npu
 torch.npu.set_device(0)
 NPU_VERSION = tuple(int(x) for x in torch_npu.__version__.split("+")[0].split(".")[:2])
-'''
-
-
-def require_simulator() -> None:
-    if not os.environ.get("SIMCANN_LIB_DIR"):
-        pytest.skip("SIMCANN_LIB_DIR not set (source ci/sim-env.sh PAIR)")
+"""
+)

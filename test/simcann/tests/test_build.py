@@ -7,13 +7,9 @@ import os
 import subprocess
 
 import pytest
-from simcann_snippets import ACL, require_simulator
+from simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def _lib_dir() -> str:
@@ -22,12 +18,20 @@ def _lib_dir() -> str:
 
 def test_one_library_one_state(run_isolated):
     names = sorted(n for n in os.listdir(_lib_dir()) if n.endswith(".so"))
-    for must in ("libascendcl.so", "libhccl.so", "libacl_op_compiler.so", "libge_runner.so",
-                 "libgraph.so", "libacl_tdt_channel.so", "libopapi.so", "libmsprofiler.so",
-                 "libruntime.so"):
+    for must in (
+        "libascendcl.so",
+        "libhccl.so",
+        "libacl_op_compiler.so",
+        "libge_runner.so",
+        "libgraph.so",
+        "libacl_tdt_channel.so",
+        "libopapi.so",
+        "libmsprofiler.so",
+        "libruntime.so",
+    ):
         assert must in names
     r = run_isolated(
-        r'''
+        r"""
 import ctypes, os
 d = os.environ["SIMCANN_LIB_DIR"]
 ids = {}
@@ -36,7 +40,7 @@ for n in NAMES:
     lib.simcann_state_id.restype = ctypes.c_void_p
     ids[n] = lib.simcann_state_id()
 result = sorted(set(ids.values()))
-'''.replace("NAMES", repr(names))
+""".replace("NAMES", repr(names))
     )
     assert len(r.result) == 1, "every library name must reach the same runtime state"
 
@@ -48,13 +52,19 @@ def test_symbols_derived_from_the_wheel():
     wanted = open(os.path.join(gen, "wanted.txt")).read().split()
     exported = subprocess.run(
         ["nm", "-D", "--defined-only", os.path.join(_lib_dir(), "libascendcl.so")],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     missing = sorted(set(wanted) - set(exported))
     assert not missing, missing[:20]
     # names torch_npu links against and looks up at run time are both there
-    for n in ("aclrtMallocHost", "aclmdlRICaptureBegin", "aclrtPointerGetAttributes",
-              "aclrtCreateEventExWithFlag"):
+    for n in (
+        "aclrtMallocHost",
+        "aclmdlRICaptureBegin",
+        "aclrtPointerGetAttributes",
+        "aclrtCreateEventExWithFlag",
+    ):
         assert n in wanted and n in exported
 
 
@@ -67,14 +77,14 @@ def test_unimplemented_op_fails_loudly_and_trace(run_isolated):
     other = next(n for n in stubbed if n.startswith("aclrt"))
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 f = getattr(SIM, OP); f.restype = c_int
 g = getattr(SIM, OTHER); g.restype = c_int
 rc = f()
 result = {"op": rc, "msg": err(), "other": g()}
 p = malloc_dev(16)
 aclrtFree(p)
-'''.replace("OP", repr(op)).replace("OTHER", repr(other)),
+""".replace("OP", repr(op)).replace("OTHER", repr(other)),
         env={"SIMCANN_TRACE": "1"},
     )
     assert r.result["op"] != 0
@@ -93,12 +103,15 @@ def test_quiet_by_default_and_leak_report(run_isolated):
 
 
 def test_device_info(run_isolated):
-    code = ACL + r'''
+    code = (
+        ACL
+        + r"""
 SIM.aclrtGetSocName.restype = ctypes.c_char_p
 n = ctypes.c_uint32()
 assert SIM.aclrtGetDeviceCount(byref(n)) == 0
 result = [SIM.aclrtGetSocName().decode(), n.value, aclrtSetDevice(n.value)]
-'''
+"""
+    )
     r = run_isolated(code)
     assert r.result == ["Ascend910B2", 1, 107001]
     r = run_isolated(code, env={"SIMCANN_SOC": "Ascend910_9391", "SIMCANN_DEVICE_COUNT": "2"})

@@ -6,19 +6,15 @@ Each rule cites hicann/runtime (see test/simcann/src/capture.cpp); the codes are
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, require_simulator
+from simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_rejections_leave_the_capture_active(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 s, other = new_stream(), new_stream()
 h, d = malloc_host(64), malloc_dev(64)
@@ -67,7 +63,7 @@ out["exec"] = aclmdlRIExecuteAsync(vp(m), s)
 out["sync"] = aclrtSynchronizeStream(s)
 out["destroy"] = aclmdlRIDestroy(vp(m))
 result = out
-'''
+"""
     )
     o = r.result
     assert o["begin_null"] == 100000
@@ -100,7 +96,7 @@ result = out
 def test_thread_rules_and_modes(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 h, d = malloc_host(64), malloc_dev(64)
 
@@ -149,7 +145,7 @@ assert aclmdlRIExecuteAsync(vp(m), s4) == 0
 assert aclrtSynchronizeStream(s4) == 0
 out["replayed"] = read_dev(d, 64) == b"\x05" * 64
 result = out
-'''
+"""
     )
     o = r.result
     assert o["end_other_thread"] == 107038
@@ -167,7 +163,7 @@ result = out
 def test_events_in_capture(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 s = new_stream()
 never, before = new_event(), new_event()
@@ -188,7 +184,7 @@ simcann_set_task_delay_us(0)
 out["sync_before"] = aclrtSynchronizeEvent(before)
 out["before_done"] = event_status(before)
 result = out
-'''
+"""
     )
     o = r.result
     assert o["query_captured"] == 107028
@@ -203,7 +199,7 @@ result = out
 def test_cross_stream_capture(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 h, d, d2 = malloc_host(64), malloc_dev(64), malloc_dev(64)
 
@@ -237,7 +233,7 @@ assert aclmdlRIExecuteAsync(vp(m), s) == 0
 assert aclrtSynchronizeStream(s) == 0
 out["replay"] = read_dev(d2, 64) == b"\x07" * 64
 result = out
-'''
+"""
     )
     o = r.result
     assert o["side_before"] == 0 and o["side_joined"] == 1 and o["same_model"]
@@ -251,7 +247,7 @@ result = out
 def test_invalidated_capture(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 s = new_stream()
 h, d = malloc_host(64), malloc_dev(64)
@@ -264,7 +260,7 @@ out["add_after"] = aclrtMemcpyAsync(d, 64, h, 64, H2D, s)
 out["end"] = end(s)
 out["status_after"] = info(s)[1]
 result = out
-'''
+"""
     )
     o = r.result
     assert o["add_fails"] == 507903

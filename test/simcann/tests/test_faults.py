@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH, require_simulator
+from simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_fault_codes_through_the_acl_api(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 out = {}
 p = vp()
 out["malloc_host"] = [aclrtMallocHost(byref(p), 64) for _ in range(3)]
@@ -27,7 +23,7 @@ out["status_after"] = info(s)[1]
 assert aclmdlRICaptureBegin(s, GLOBAL) == 0
 out["end_next"] = end(s)[0]
 result = out
-''',
+""",
         env={
             "SIMCANN_FAIL_MALLOC_HOST_AT": "2",
             "SIMCANN_FAIL_CAPTURE_BEGIN_AT": "1",
@@ -49,7 +45,7 @@ result = out
 def test_faults_through_torch_npu(run_isolated, fault):
     r = run_isolated(
         TORCH
-        + r'''
+        + r"""
 out = {}
 def attempt(f):
     try:
@@ -76,7 +72,7 @@ simcann_set_fault(FAULT.encode(), 1)
 out["fault"] = attempt(capture)
 out["after"] = attempt(torch.npu.synchronize)
 result = out
-'''.replace("FAULT", repr(fault))
+""".replace("FAULT", repr(fault))
     )
     o = r.result
     assert o["clean"] == "ok", o

@@ -10,19 +10,15 @@ private pool and the replay reads what was captured. Only H2D copies are needed.
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import TORCH, require_simulator
+from simcann_snippets import TORCH
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_capture_time_pinned_block_recycled(run_isolated):
     r = run_isolated(
         TORCH
-        + r'''
+        + r"""
 N = 1024
 static = torch.zeros(N, device="npu")
 g = torch.npu.NPUGraph()
@@ -40,7 +36,7 @@ result = {
     "replayed": sorted(set(static.cpu().tolist())),
     "violations": simcann_violation_count(),
 }
-'''
+"""
     )
     o = r.result
     if tuple(o["version"]) < (2, 11):

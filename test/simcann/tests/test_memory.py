@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH, require_simulator
+from simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_eager_copies_round_trip(run_isolated):
     r = run_isolated(
         TORCH
-        + r'''
+        + r"""
 out = {}
 src = torch.arange(1000, dtype=torch.float32)
 x = src.npu()
@@ -38,7 +34,7 @@ out["not_pinned"] = torch.empty(4).is_pinned()
 out["device_bytes"] = simcann_device_bytes_live() > 0
 out["host_bytes"] = simcann_host_bytes_live() > 0
 result = out
-'''
+"""
     )
     assert r.result == dict.fromkeys(r.result, True) | {"not_pinned": False}
 
@@ -46,7 +42,7 @@ result = out
 def test_pointer_attributes_and_registry(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 class Loc(ctypes.Structure):
     _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
 class Attr(ctypes.Structure):
@@ -76,7 +72,7 @@ free, total = c_size(), c_size()
 assert SIM.aclrtGetMemInfo(1, byref(free), byref(total)) == 0
 out["meminfo"] = 0 < free.value <= total.value
 result = out
-'''
+"""
     )
     o = r.result
     assert [o["host"], o["host_interior"], o["device"], o["device_interior"]] == [0, 0, 1, 1]
@@ -90,7 +86,7 @@ result = out
 def test_batch_and_conditional_copies(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 s = new_stream()
 h1, h2, d1, d2 = malloc_host(64), malloc_host(64), malloc_dev(64), malloc_dev(64)
 put(h1, b"\x01" * 64); put(h2, b"\x02" * 64)
@@ -110,7 +106,10 @@ rc = SIM.aclrtMemcpyBatch(P(h3, h1), Z(64, 64), P(d1, d2), Z(64, 128), c_size(2)
                           c_size(0), byref(fail))
 out["batch_bad"] = [rc, fail.value]
 result = out
-'''
+"""
     )
-    assert r.result == {"batch_async": [0, True, True], "conditional": [0, True],
-                        "batch_bad": [100000, 1]}
+    assert r.result == {
+        "batch_async": [0, True, True],
+        "conditional": [0, True],
+        "batch_bad": [100000, 1],
+    }

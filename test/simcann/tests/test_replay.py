@@ -4,19 +4,15 @@ reported."""
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH, require_simulator
+from simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_graph_replay_reads_host_memory_at_replay_time(run_isolated):
     r = run_isolated(
         TORCH
-        + r'''
+        + r"""
 out = {}
 N = 1024
 h = torch.full((N,), 1.0).pin_memory()
@@ -52,7 +48,7 @@ torch.npu.synchronize()
 out["cross_stream"] = [float(d2.cpu()[0]), float(back[0])]
 out["violations"] = simcann_violation_count()
 result = out
-'''
+"""
     )
     o = r.result
     assert o["not_run_by_capture"]
@@ -61,7 +57,7 @@ result = out
     assert o["violations"] == 0
 
 
-_FREED = r'''
+_FREED = r"""
 out = {}
 s = new_stream()
 h, d = malloc_host(256), malloc_dev(256)
@@ -84,7 +80,7 @@ assert aclrtSynchronizeStream(s) == 0
 simcann_set_task_delay_us(0)
 out["after_queued_free"] = simcann_violation_count()
 result = out
-'''
+"""
 
 
 def test_replay_over_freed_memory_is_reported(run_isolated):

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH, require_simulator
+from simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
-
-
-def setup_module() -> None:
-    require_simulator()
 
 
 def test_async_ordering_and_events(run_isolated):
     r = run_isolated(
         TORCH
-        + r'''
+        + r"""
 out = {}
 N = 4096
 # (1 s: generous, so that a loaded CI machine cannot make the race go the other way)
@@ -64,7 +60,7 @@ z.copy_(b, non_blocking=True)
 out["in_order"] = bool((z.cpu() == 4.0).all())
 simcann_set_task_delay_us(0)
 result = out
-'''
+"""
     )
     o = r.result
     assert o["copy_is_async"], "the queued copy must read the host buffer when it runs"
@@ -77,7 +73,7 @@ result = out
 def test_task_delay_env_and_stream_query(run_isolated):
     r = run_isolated(
         ACL
-        + r'''
+        + r"""
 import time
 SIM.simcann_get_task_delay_us.restype = ctypes.c_int64
 s = new_stream()
@@ -91,7 +87,7 @@ assert aclrtSynchronizeStream(s) == 0
 waited = time.monotonic() - t0
 assert aclrtStreamQuery(s, byref(st)) == 0
 result = [SIM.simcann_get_task_delay_us(), queued, st.value, waited >= 0.25]
-''',
+""",
         env={"SIMCANN_TASK_DELAY_US": "300000"},
     )
     assert r.result == [300000, 1, 0, True]  # NOT_READY = 1, COMPLETE = 0 (aclrtStreamStatus)

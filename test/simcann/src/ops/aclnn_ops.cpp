@@ -144,6 +144,18 @@ aclnnStatus binary(const BinaryCall& c, uint64_t* ws, aclOpExecutor** ex) {
   return finish(c.op, make_binary_kernel(view_of(c.out), args), ws, ex);
 }
 
+// The aclnnX / aclnnXs form of `binary`: out = self (kind) alpha * other, `other` a tensor or a
+// scalar.
+aclnnStatus binary(const char* op, BinaryOp kind, const aclTensor* self, const aclTensor* other,
+                   const aclScalar* alpha, const aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
+  return binary(BinaryCall{op, kind, self, nullptr, other, nullptr, alpha, out}, ws, ex);
+}
+
+aclnnStatus binary(const char* op, BinaryOp kind, const aclTensor* self, const aclScalar* other,
+                   const aclScalar* alpha, const aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
+  return binary(BinaryCall{op, kind, self, nullptr, nullptr, other, alpha, out}, ws, ex);
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace simcann
@@ -158,6 +170,62 @@ using simcann::ops::BinaryOp;
     (void)workspace_size;                                                             \
     return simcann::ops::launch(#name, executor, stream);                             \
   }
+
+// The binary ops come in families of four entry points, one prototype shape each (CANN
+// aclnn_add.h, aclnn_sub.h, aclnn_mul.h, aclnn_div.h): aclnnX(self, other, [alpha,] out),
+// aclnnXs (`other` a scalar), aclnnInplaceX(selfRef, other, [alpha]) writing selfRef, and
+// aclnnInplaceXs. Add and sub take `alpha`, mul and div do not. Each macro defines the four
+// GetWorkspaceSize functions and their launches.
+#define SIMCANN_BINARY_FAMILY_WITH_ALPHA(X, kind)                                                 \
+  aclnnStatus aclnn##X##GetWorkspaceSize(const aclTensor* self, const aclTensor* other,           \
+                                         const aclScalar* alpha, aclTensor* out, uint64_t* ws,    \
+                                         aclOpExecutor** ex) {                                    \
+    return simcann::ops::binary("aclnn" #X, kind, self, other, alpha, out, ws, ex);               \
+  }                                                                                               \
+  SIMCANN_ACLNN_LAUNCH(aclnn##X)                                                                  \
+  aclnnStatus aclnn##X##sGetWorkspaceSize(const aclTensor* self, const aclScalar* other,          \
+                                          const aclScalar* alpha, aclTensor* out, uint64_t* ws,   \
+                                          aclOpExecutor** ex) {                                   \
+    return simcann::ops::binary("aclnn" #X "s", kind, self, other, alpha, out, ws, ex);           \
+  }                                                                                               \
+  SIMCANN_ACLNN_LAUNCH(aclnn##X##s)                                                               \
+  aclnnStatus aclnnInplace##X##GetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,       \
+                                                const aclScalar* alpha, uint64_t* ws,             \
+                                                aclOpExecutor** ex) {                             \
+    return simcann::ops::binary("aclnnInplace" #X, kind, selfRef, other, alpha, selfRef, ws, ex); \
+  }                                                                                               \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplace##X)                                                           \
+  aclnnStatus aclnnInplace##X##sGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,      \
+                                                 const aclScalar* alpha, uint64_t* ws,            \
+                                                 aclOpExecutor** ex) {                            \
+    return simcann::ops::binary("aclnnInplace" #X "s", kind, selfRef, other, alpha, selfRef, ws,  \
+                                ex);                                                              \
+  }                                                                                               \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplace##X##s)
+
+#define SIMCANN_BINARY_FAMILY(X, kind)                                                         \
+  aclnnStatus aclnn##X##GetWorkspaceSize(const aclTensor* self, const aclTensor* other,        \
+                                         aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {   \
+    return simcann::ops::binary("aclnn" #X, kind, self, other, nullptr, out, ws, ex);          \
+  }                                                                                            \
+  SIMCANN_ACLNN_LAUNCH(aclnn##X)                                                               \
+  aclnnStatus aclnn##X##sGetWorkspaceSize(const aclTensor* self, const aclScalar* other,       \
+                                          aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {  \
+    return simcann::ops::binary("aclnn" #X "s", kind, self, other, nullptr, out, ws, ex);      \
+  }                                                                                            \
+  SIMCANN_ACLNN_LAUNCH(aclnn##X##s)                                                            \
+  aclnnStatus aclnnInplace##X##GetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,    \
+                                                uint64_t* ws, aclOpExecutor** ex) {            \
+    return simcann::ops::binary("aclnnInplace" #X, kind, selfRef, other, nullptr, selfRef, ws, \
+                                ex);                                                           \
+  }                                                                                            \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplace##X)                                                        \
+  aclnnStatus aclnnInplace##X##sGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,   \
+                                                 uint64_t* ws, aclOpExecutor** ex) {           \
+    return simcann::ops::binary("aclnnInplace" #X "s", kind, selfRef, other, nullptr, selfRef, \
+                                ws, ex);                                                       \
+  }                                                                                            \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplace##X##s)
 
 extern "C" {
 
@@ -219,23 +287,9 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor* self, aclDataType dtype, 
 }
 SIMCANN_ACLNN_LAUNCH(aclnnCast)
 
-// ---- add -----------------------------------------------------------------------------------
+// ---- add ----------------------------------------------------------------------------------
 
-aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                     const aclScalar* alpha, aclTensor* out, uint64_t* ws,
-                                     aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnAdd", BinaryOp::kAdd, self, nullptr, other, nullptr, alpha, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnAdd)
-
-aclnnStatus aclnnAddsGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
-                                      const aclScalar* alpha, aclTensor* out, uint64_t* ws,
-                                      aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnAdds", BinaryOp::kAdd, self, nullptr, nullptr, other, alpha, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnAdds)
+SIMCANN_BINARY_FAMILY_WITH_ALPHA(Add, BinaryOp::kAdd)
 
 // out = self (scalar) + alpha * other (tensor).
 aclnnStatus aclnnAddV3GetWorkspaceSize(const aclScalar* self, const aclTensor* other,
@@ -246,122 +300,16 @@ aclnnStatus aclnnAddV3GetWorkspaceSize(const aclScalar* self, const aclTensor* o
 }
 SIMCANN_ACLNN_LAUNCH(aclnnAddV3)
 
-aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                            const aclScalar* alpha, uint64_t* ws,
-                                            aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnInplaceAdd", BinaryOp::kAdd, selfRef, nullptr, other,
-                     nullptr,           alpha,          selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceAdd)
-
-aclnnStatus aclnnInplaceAddsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
-                                             const aclScalar* alpha, uint64_t* ws,
-                                             aclOpExecutor** ex) {
-  const BinaryCall c{
-      "aclnnInplaceAdds", BinaryOp::kAdd, selfRef, nullptr, nullptr, other, alpha, selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceAdds)
-
 // ---- mul -----------------------------------------------------------------------------------
 
-aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
-                                     uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnMul", BinaryOp::kMul, self, nullptr, other, nullptr, nullptr, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnMul)
-
-aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
-                                      uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnMuls", BinaryOp::kMul, self, nullptr, nullptr, other, nullptr, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnMuls)
-
-aclnnStatus aclnnInplaceMulGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                            uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnInplaceMul", BinaryOp::kMul, selfRef, nullptr, other,
-                     nullptr,           nullptr,        selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceMul)
-
-aclnnStatus aclnnInplaceMulsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
-                                             uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{
-      "aclnnInplaceMuls", BinaryOp::kMul, selfRef, nullptr, nullptr, other, nullptr, selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceMuls)
+SIMCANN_BINARY_FAMILY(Mul, BinaryOp::kMul)
 
 // ---- sub (out = self - alpha * other) -----------------------------------------------------
 
-aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                     const aclScalar* alpha, aclTensor* out, uint64_t* ws,
-                                     aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnSub", BinaryOp::kSub, self, nullptr, other, nullptr, alpha, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnSub)
-
-aclnnStatus aclnnSubsGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
-                                      const aclScalar* alpha, aclTensor* out, uint64_t* ws,
-                                      aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnSubs", BinaryOp::kSub, self, nullptr, nullptr, other, alpha, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnSubs)
-
-aclnnStatus aclnnInplaceSubGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                            const aclScalar* alpha, uint64_t* ws,
-                                            aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnInplaceSub", BinaryOp::kSub, selfRef, nullptr, other,
-                     nullptr,           alpha,          selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceSub)
-
-aclnnStatus aclnnInplaceSubsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
-                                             const aclScalar* alpha, uint64_t* ws,
-                                             aclOpExecutor** ex) {
-  const BinaryCall c{
-      "aclnnInplaceSubs", BinaryOp::kSub, selfRef, nullptr, nullptr, other, alpha, selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceSubs)
+SIMCANN_BINARY_FAMILY_WITH_ALPHA(Sub, BinaryOp::kSub)
 
 // ---- div (true division; rounding modes go through aclnnDivMod, not implemented) ----------
 
-aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
-                                     uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnDiv", BinaryOp::kDiv, self, nullptr, other, nullptr, nullptr, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnDiv)
-
-aclnnStatus aclnnDivsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
-                                      uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnDivs", BinaryOp::kDiv, self, nullptr, nullptr, other, nullptr, out};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnDivs)
-
-aclnnStatus aclnnInplaceDivGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                            uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{"aclnnInplaceDiv", BinaryOp::kDiv, selfRef, nullptr, other,
-                     nullptr,           nullptr,        selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceDiv)
-
-aclnnStatus aclnnInplaceDivsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other,
-                                             uint64_t* ws, aclOpExecutor** ex) {
-  const BinaryCall c{
-      "aclnnInplaceDivs", BinaryOp::kDiv, selfRef, nullptr, nullptr, other, nullptr, selfRef};
-  return simcann::ops::binary(c, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceDivs)
+SIMCANN_BINARY_FAMILY(Div, BinaryOp::kDiv)
 
 }  // extern "C"

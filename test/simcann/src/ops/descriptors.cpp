@@ -21,20 +21,21 @@ struct aclScalar {
   ScalarValue value;
   bool valid = true;
 };
+// The arrays and lists: a copy of the elements passed to aclCreateXxx (see new_list below).
 struct aclIntArray {
-  std::vector<int64_t> values;
+  std::vector<int64_t> items;
 };
 struct aclFloatArray {
-  std::vector<float> values;
+  std::vector<float> items;
 };
 struct aclBoolArray {
-  std::vector<bool> values;
+  std::vector<bool> items;
 };
 struct aclTensorList {
-  std::vector<const aclTensor*> tensors;
+  std::vector<const aclTensor*> items;
 };
 struct aclScalarList {
-  std::vector<const aclScalar*> scalars;
+  std::vector<const aclScalar*> items;
 };
 
 namespace simcann {
@@ -45,47 +46,41 @@ const ScalarValue& value_of(const aclScalar* s) { return s->value; }
 
 namespace {
 
+// The value of type T at `p` (any alignment).
+template <typename T>
+T get(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+bool set_floating(ScalarValue* out, double v) {
+  out->as_double = v;
+  out->as_int = static_cast<int64_t>(v);
+  out->is_floating = true;
+  return true;
+}
+
+bool set_integral(ScalarValue* out, int64_t v) {
+  out->as_int = v;
+  out->as_double = static_cast<double>(v);
+  return true;
+}
+
 // Reads a host scalar of type `dtype` from `p`. Returns false for types we do not model.
 bool read_scalar(const void* p, aclDataType dtype, ScalarValue* out) {
   out->dtype = dtype;
   switch (dtype) {
-    case ACL_DOUBLE: {
-      double v;
-      std::memcpy(&v, p, sizeof v);
-      out->as_double = v;
-      out->as_int = static_cast<int64_t>(v);
-      out->is_floating = true;
-      return true;
-    }
-    case ACL_FLOAT: {
-      float v;
-      std::memcpy(&v, p, sizeof v);
-      out->as_double = v;
-      out->as_int = static_cast<int64_t>(v);
-      out->is_floating = true;
-      return true;
-    }
-    case ACL_INT64: {
-      int64_t v;
-      std::memcpy(&v, p, sizeof v);
-      out->as_int = v;
-      out->as_double = static_cast<double>(v);
-      return true;
-    }
-    case ACL_INT32: {
-      int32_t v;
-      std::memcpy(&v, p, sizeof v);
-      out->as_int = v;
-      out->as_double = v;
-      return true;
-    }
-    case ACL_BOOL: {
-      bool v;
-      std::memcpy(&v, p, sizeof v);
-      out->as_int = v ? 1 : 0;
-      out->as_double = out->as_int;
-      return true;
-    }
+    case ACL_DOUBLE:
+      return set_floating(out, get<double>(p));
+    case ACL_FLOAT:
+      return set_floating(out, get<float>(p));
+    case ACL_INT64:
+      return set_integral(out, get<int64_t>(p));
+    case ACL_INT32:
+      return set_integral(out, get<int32_t>(p));
+    case ACL_BOOL:
+      return set_integral(out, get<bool>(p) ? 1 : 0);
     default:
       return false;
   }
@@ -94,6 +89,22 @@ bool read_scalar(const void* p, aclDataType dtype, ScalarValue* out) {
 template <typename T>
 void assign(std::vector<T>* dst, const T* src, uint64_t n) {
   if (src != nullptr) dst->assign(src, src + n);
+}
+
+// A new array / list holding a copy of value[0, size) (empty for a null `value`); null when out of
+// memory.
+template <typename List, typename T>
+List* new_list(const T* value, uint64_t size) {
+  auto* l = new (std::nothrow) List();
+  if (l != nullptr) assign(&l->items, value, size);
+  return l;
+}
+
+// aclDestroyXxx of a descriptor that owns nothing else.
+template <typename T>
+int destroy(const T* object) {
+  delete object;
+  return 0;
 }
 
 }  // namespace
@@ -138,71 +149,42 @@ aclScalar* aclCreateScalar(void* value, aclDataType data_type) {
 }
 
 aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
-  auto* a = new (std::nothrow) aclIntArray();
-  if (a != nullptr) simcann::ops::assign(&a->values, value, size);
-  return a;
+  return simcann::ops::new_list<aclIntArray>(value, size);
 }
 
 aclFloatArray* aclCreateFloatArray(const float* value, uint64_t size) {
-  auto* a = new (std::nothrow) aclFloatArray();
-  if (a != nullptr) simcann::ops::assign(&a->values, value, size);
-  return a;
+  return simcann::ops::new_list<aclFloatArray>(value, size);
 }
 
 aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
-  auto* a = new (std::nothrow) aclBoolArray();
-  if (a != nullptr && value != nullptr) a->values.assign(value, value + size);
-  return a;
+  return simcann::ops::new_list<aclBoolArray>(value, size);
 }
 
 aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
-  auto* l = new (std::nothrow) aclTensorList();
-  if (l != nullptr && value != nullptr) l->tensors.assign(value, value + size);
-  return l;
+  return simcann::ops::new_list<aclTensorList>(value, size);
 }
 
 aclScalarList* aclCreateScalarList(const aclScalar* const* value, uint64_t size) {
-  auto* l = new (std::nothrow) aclScalarList();
-  if (l != nullptr && value != nullptr) l->scalars.assign(value, value + size);
-  return l;
+  return simcann::ops::new_list<aclScalarList>(value, size);
 }
 
-int aclDestroyTensor(const aclTensor* tensor) {
-  delete tensor;
-  return 0;
-}
-
-int aclDestroyScalar(const aclScalar* scalar) {
-  delete scalar;
-  return 0;
-}
-
-int aclDestroyIntArray(const aclIntArray* array) {
-  delete array;
-  return 0;
-}
-
-int aclDestroyFloatArray(const aclFloatArray* array) {
-  delete array;
-  return 0;
-}
-
-int aclDestroyBoolArray(const aclBoolArray* array) {
-  delete array;
-  return 0;
-}
+int aclDestroyTensor(const aclTensor* tensor) { return simcann::ops::destroy(tensor); }
+int aclDestroyScalar(const aclScalar* scalar) { return simcann::ops::destroy(scalar); }
+int aclDestroyIntArray(const aclIntArray* array) { return simcann::ops::destroy(array); }
+int aclDestroyFloatArray(const aclFloatArray* array) { return simcann::ops::destroy(array); }
+int aclDestroyBoolArray(const aclBoolArray* array) { return simcann::ops::destroy(array); }
 
 // A tensor list owns its tensors (CANN acl_meta.h: aclDestroyTensorList destroys the elements).
 int aclDestroyTensorList(const aclTensorList* array) {
   if (array == nullptr) return 0;
-  for (const aclTensor* t : array->tensors) delete t;
+  for (const aclTensor* t : array->items) delete t;
   delete array;
   return 0;
 }
 
 int aclDestroyScalarList(const aclScalarList* array) {
   if (array == nullptr) return 0;
-  for (const aclScalar* s : array->scalars) delete s;
+  for (const aclScalar* s : array->items) delete s;
   delete array;
   return 0;
 }

@@ -131,49 +131,41 @@ uint16_t float_to_half(float f) {
   return sign | static_cast<uint16_t>(half);
 }
 
+// The raw element of type T at `p` (tensor data need not be aligned for T).
+template <typename T>
+T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+void put(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
 // Loads element `p` of type `dtype` as compute type C.
 template <typename C>
 C load(aclDataType dtype, const char* p) {
   switch (dtype) {
-    case ACL_FLOAT: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return static_cast<C>(v);
-    }
-    case ACL_DOUBLE: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return static_cast<C>(v);
-    }
-    case ACL_FLOAT16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return static_cast<C>(half_to_float(v));
-    }
-    case ACL_BF16: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return static_cast<C>(bf16_to_float(v));
-    }
-    case ACL_INT64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<C>(v);
-    }
-    case ACL_INT32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return static_cast<C>(v);
-    }
-    case ACL_INT16: {
-      int16_t v;
-      std::memcpy(&v, p, 2);
-      return static_cast<C>(v);
-    }
+    case ACL_FLOAT:
+      return static_cast<C>(get<float>(p));
+    case ACL_DOUBLE:
+      return static_cast<C>(get<double>(p));
+    case ACL_FLOAT16:
+      return static_cast<C>(half_to_float(get<uint16_t>(p)));
+    case ACL_BF16:
+      return static_cast<C>(bf16_to_float(get<uint16_t>(p)));
+    case ACL_INT64:
+      return static_cast<C>(get<int64_t>(p));
+    case ACL_INT32:
+      return static_cast<C>(get<int32_t>(p));
+    case ACL_INT16:
+      return static_cast<C>(get<int16_t>(p));
     case ACL_INT8:
-      return static_cast<C>(*reinterpret_cast<const int8_t*>(p));
+      return static_cast<C>(get<int8_t>(p));
     case ACL_UINT8:
-      return static_cast<C>(*reinterpret_cast<const uint8_t*>(p));
+      return static_cast<C>(get<uint8_t>(p));
     case ACL_BOOL:
       return static_cast<C>(*p != 0);
     default:
@@ -192,11 +184,6 @@ int64_t to_int64(C v) {
     if (d <= -9.2e18) return INT64_MIN;
   }
   return static_cast<int64_t>(v);
-}
-
-template <typename T>
-void put(char* p, T v) {
-  std::memcpy(p, &v, sizeof v);
 }
 
 // Stores compute value `v` into element `p` of type `dtype`.
@@ -254,6 +241,23 @@ Domain domain_for(aclDataType out) {
   if (out == ACL_BOOL) return Domain::kBool;
   if (dtype_is_floating(out)) return Domain::kFloat;
   return Domain::kInt;
+}
+
+// Calls fn(C()) with the compute type C of domain `d` (float, double, int64_t, bool) and returns
+// its result.
+template <typename Fn>
+auto with_compute_type(Domain d, Fn fn) -> decltype(fn(float())) {
+  switch (d) {
+    case Domain::kFloat:
+      return fn(float());
+    case Domain::kDouble:
+      return fn(double());
+    case Domain::kInt:
+      return fn(int64_t());
+    case Domain::kBool:
+      return fn(bool());
+  }
+  return decltype(fn(float()))();  // not reached: every Domain is handled above
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,20 +343,10 @@ class FillKernel : public Kernel {
   FillKernel(const TensorView& out, const ScalarValue& value) : out_(out) {
     // Convert the value once to the output element type.
     char buf[8] = {0};
-    switch (domain_for(out.dtype)) {
-      case Domain::kFloat:
-        store(out.dtype, buf, scalar_as<float>(value));
-        break;
-      case Domain::kDouble:
-        store(out.dtype, buf, scalar_as<double>(value));
-        break;
-      case Domain::kInt:
-        store(out.dtype, buf, scalar_as<int64_t>(value));
-        break;
-      case Domain::kBool:
-        store(out.dtype, buf, scalar_as<bool>(value));
-        break;
-    }
+    with_compute_type(domain_for(out.dtype), [&](auto c) {
+      using C = decltype(c);
+      store<C>(out.dtype, buf, scalar_as<C>(value));
+    });
     std::memcpy(bytes_, buf, sizeof bytes_);
   }
 
@@ -387,17 +381,7 @@ class CopyKernel : public Kernel {
                    static_cast<const char*>(src_.data) + src_.offset * item, out_.numel() * item);
       return ACL_SUCCESS;
     }
-    switch (copy_domain()) {
-      case Domain::kFloat:
-        return convert<float>();
-      case Domain::kDouble:
-        return convert<double>();
-      case Domain::kInt:
-        return convert<int64_t>();
-      case Domain::kBool:
-        return convert<bool>();
-    }
-    return ACL_SUCCESS;
+    return with_compute_type(copy_domain(), [this](auto c) { return convert<decltype(c)>(); });
   }
 
   std::vector<MemRange> ranges() const override {
@@ -452,17 +436,8 @@ class BinaryKernel : public Kernel {
   }
 
   aclError run() const override {
-    switch (domain_for(out_.dtype)) {
-      case Domain::kFloat:
-        return compute<float>();
-      case Domain::kDouble:
-        return compute<double>();
-      case Domain::kInt:
-        return compute<int64_t>();
-      case Domain::kBool:
-        return compute<bool>();
-    }
-    return ACL_SUCCESS;
+    return with_compute_type(domain_for(out_.dtype),
+                             [this](auto c) { return compute<decltype(c)>(); });
   }
 
   std::vector<MemRange> ranges() const override {

@@ -97,7 +97,7 @@ run_pair() {
             echo "pair $pair is below the supported range: running test/unsupported/ only"
             tests=(test/unsupported/)
         elif [[ -f setup.py ]]; then
-            echo "+ pip install --no-build-isolation .   (ci/lib/install-plugin.sh: from a per-env copy)"
+            echo "+ ci/lib/install-plugin.sh: the sdist of a per-env copy, pip install (isolated build)"
             if ! bash ci/lib/install-plugin.sh "$ROOT/$pair.plugin-build.log"; then
                 tail -n 60 "$ROOT/$pair.plugin-build.log"
                 echo "FAILED: building/installing the plugin for pair $pair (full log:" \

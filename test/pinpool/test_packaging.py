@@ -284,6 +284,7 @@ def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):
         "MANIFEST.in",
         "README.md",
         "CHANGELOG.md",
+        "LICENSE",
         "build_backend/pinpool_backend.py",
         "torch_npu_pinpool/__init__.py",
         "torch_npu_pinpool/_version.py",

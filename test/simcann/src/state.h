@@ -94,7 +94,7 @@ struct QueuedTask {
   std::vector<CheckedRange> ranges;
   uint64_t seq = 0;
   bool delay = true;  // apply the per-task delay
-  // Runs after the stream counts the task as done (see Note [Event completion order]).
+  // Runs as the stream counts the task as done, under its lock (Note [Event completion order]).
   std::function<void()> on_completed;
 };
 

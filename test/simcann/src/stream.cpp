@@ -46,11 +46,13 @@ void worker_loop(Stream* s) {
     if (t.delay) delay_task();
     run_task_checked(t.name, t.fn, t.ranges, s);
     {
+      // Note [Event completion order]: one step for every observer. Lock order s->mu, then
+      // e->mu (nothing takes them the other way round).
       std::lock_guard<std::mutex> lock(s->mu);
       s->completed = t.seq;
+      if (t.on_completed) t.on_completed();
     }
     s->cv.notify_all();
-    if (t.on_completed) t.on_completed();
   }
 }
 
@@ -430,9 +432,12 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
   // Note [Event completion order]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
   // An event completes when the stream has executed everything before its record (CANN
-  // aclrtRecordEvent / aclrtQueryEventStatus). A host thread woken by the event may query the
-  // stream at once: with nothing queued after the record, aclrtStreamQuery must already say
-  // COMPLETE. So the event is marked only after the worker counted the record task as done.
+  // aclrtRecordEvent / aclrtQueryEventStatus), and a stream that has executed a record has
+  // completed that event. Both views must change in one step: a host thread woken by the event
+  // may query the stream at once (with nothing queued after the record, aclrtStreamQuery must
+  // say COMPLETE), and a thread returning from aclrtSynchronizeStream may query the event
+  // (it must be complete). So the worker marks the event while it counts the record task as
+  // done, under the stream's lock.
   QueuedTask t;
   t.name = "aclrtRecordEvent";
   t.fn = [] { return ACL_SUCCESS; };

@@ -36,6 +36,12 @@ out["stream_pending"] = torch.npu.current_stream().query()
 e.synchronize()
 out["done"] = e.query()
 out["stream_done"] = torch.npu.current_stream().query()
+# ...and the other way round: a stream synchronized past a record has completed its event.
+e2 = torch.npu.Event()
+z2 = p.to("npu", non_blocking=True)
+e2.record()
+torch.npu.current_stream().synchronize()
+out["event_done_after_stream_sync"] = e2.query()
 simcann_set_task_delay_us(200000)
 
 # 3. Cross-stream order through wait_event: s2's D2H waits for s1's (slow) H2D.
@@ -67,6 +73,7 @@ result = out
     assert o["never_recorded"] is True
     assert o["pending"] is False and o["stream_pending"] is False
     assert o["done"] is True and o["stream_done"] is True
+    assert o["event_done_after_stream_sync"] is True
     assert o["wait_event_orders"] and o["in_order"]
 
 

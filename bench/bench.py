@@ -7,7 +7,7 @@ Runs T trials; each trial runs one native and one plugin worker process (bench/w
 alternating order (N P, P N, N P, ...), so both modes see the same machine state. Prints a
 table and writes DIR/bench-<pair>.json (every sample) and DIR/bench-<pair>.png (P1 and P3).
 Needs the simulator on LD_LIBRARY_PATH (``source ci/sim-env.sh PAIR``) and the plugin
-installed (``pip install --no-build-isolation .``); without the plugin only native runs.
+installed (``pip install .``); without the plugin only native runs.
 See bench/README.md.
 """
 

@@ -6,7 +6,7 @@
 #   PINPOOL_PAIRS=2.13 bash bench/run.sh --trials 4 --figures P1,P3
 #
 # Per pair: `source ci/sim-env.sh PAIR`, install the plugin from this checkout into that env
-# (`pip install --no-build-isolation .`; skip with PINPOOL_BENCH_NO_INSTALL=1), then
+# (ci/lib/install-plugin.sh, as ci/test.sh does; skip with PINPOOL_BENCH_NO_INSTALL=1), then
 # `python bench/bench.py ARGS...`, which writes bench/results/bench-PAIR[-quick].{json,txt,png}.
 # Exits non-zero if any pair could not run or a figure failed.
 set -uo pipefail
@@ -26,8 +26,7 @@ for pair in "${pairs[@]}"; do
         source ci/sim-env.sh "$pair" || exit 3
         if [[ -f setup.py && "${PINPOOL_BENCH_NO_INSTALL:-0}" != 1 ]]; then
             log="$(mktemp)"
-            if ! python -m pip install --disable-pip-version-check --no-build-isolation \
-                --no-deps --force-reinstall . >"$log" 2>&1; then
+            if ! bash ci/lib/install-plugin.sh "$log"; then
                 tail -n 40 "$log"
                 echo "bench: installing the plugin failed for pair $pair" >&2
                 exit 4

@@ -32,7 +32,7 @@ def _plugin_installed() -> bool:
 
 if not _plugin_installed():
     pytest.skip(
-        "torch_npu_pinpool is not installed in this env (pip install --no-build-isolation .)",
+        "torch_npu_pinpool is not installed in this env (pip install .)",
         allow_module_level=True,
     )
 if not os.environ.get("SIMCANN_LIB_DIR"):

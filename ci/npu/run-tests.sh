@@ -39,11 +39,21 @@ set -euo pipefail
 readonly EXIT_OK=0 EXIT_TESTS_FAILED=1 EXIT_USAGE=2 EXIT_NO_NPU=3 EXIT_UNSUPPORTED=4
 readonly EXIT_SETUP=5 EXIT_PYTEST=6 EXIT_LAYOUT=7
 
-# The torch_npu releases this plugin supports (major.minor, inclusive).
-readonly MIN_MINOR=8 MAX_MINOR=13
-
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+
+# The torch_npu releases this plugin supports (2.MIN_MINOR to 2.MAX_MINOR, inclusive), read from
+# the one place they are written down.
+supported_minor() { # supported_minor MIN|MAX
+    sed -n "s/^$1_TORCH_NPU = (2, \([0-9]*\))\$/\1/p" "$REPO/torch_npu_pinpool/_version.py"
+}
+MIN_MINOR="$(supported_minor MIN)"
+MAX_MINOR="$(supported_minor MAX)"
+if [[ -z "$MIN_MINOR" || -z "$MAX_MINOR" ]]; then
+    echo "[npu-ci] cannot read MIN_TORCH_NPU / MAX_TORCH_NPU from torch_npu_pinpool/_version.py" >&2
+    exit "$EXIT_LAYOUT"
+fi
+readonly MIN_MINOR MAX_MINOR
 
 DRY_RUN=0
 PY="${PYTHON:-}"

@@ -26,6 +26,7 @@ if ((KEEP)); then echo "scratch: $SCRATCH"; else trap 'rm -rf "$SCRATCH"' EXIT; 
 R="$SCRATCH/repo"
 mkdir -p "$R/ci/npu" "$R/torch_npu_pinpool" "$R/test" "$R/csrc"
 cp "$HERE/run-tests.sh" "$HERE/missing_build_reqs.py" "$R/ci/npu/"
+cp "$HERE/../../torch_npu_pinpool/_version.py" "$R/torch_npu_pinpool/" # the supported range
 cat >"$R/torch_npu_pinpool/__init__.py" <<'EOF'
 __version__ = "0.0.0+selftest"
 EOF

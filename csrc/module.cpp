@@ -59,11 +59,16 @@ uint64_t begin_capture(const PoolId& pool) {
 }
 
 // After the original capture_begin returned: the current stream is the capture stream.
-void set_capture_model(uint64_t token) {
+void* capture_model_of_current_stream() {
   auto [status, model] = capture_info(c10_npu::getCurrentNPUStream());
   TORCH_CHECK(status == kCaptureActive && model != nullptr,
               "torch_npu_pinpool: capture_begin returned but the current stream is not "
               "capturing.");
+  return model;
+}
+
+void set_capture_model(uint64_t token) {
+  void* model = capture_model_of_current_stream();
   std::lock_guard<std::mutex> lock(g_backport_mutex);
   backport_captures().at(token).model->store(model);
 }
@@ -79,14 +84,10 @@ void set_capture_model(uint64_t token) {
 // them) and, when capture_end raises, abort those whose runtime capture is over. A capture
 // still active (capture_end called on the wrong stream) keeps its registration for a retry.
 void watch_capture(uint64_t token) {
-  const auto stream = c10_npu::getCurrentNPUStream();
-  auto [status, model] = capture_info(stream);
-  TORCH_CHECK(status == kCaptureActive && model != nullptr,
-              "torch_npu_pinpool: capture_begin returned but the current stream is not "
-              "capturing.");
-  auto watched = std::make_shared<std::atomic<void*>>(model);
+  auto model = std::make_shared<std::atomic<void*>>(capture_model_of_current_stream());
   std::lock_guard<std::mutex> lock(g_backport_mutex);
-  backport_captures().emplace(token, BackportCapture{std::move(watched), stream});
+  backport_captures().emplace(token,
+                              BackportCapture{std::move(model), c10_npu::getCurrentNPUStream()});
 }
 
 // Whether the runtime still captures into this capture's model on its stream.

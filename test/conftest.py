@@ -87,6 +87,54 @@ def run_isolated() -> Callable[..., Isolated]:
     return run_snippet
 
 
+SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+
+
+def run_scenario(
+    name: str,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+    timeout: float = 300.0,
+    expect_ok: bool = True,
+) -> Isolated:
+    """Run ``test/scenarios/<name>.py`` by path in a fresh interpreter (its own process, so
+    allocator state never leaks between scenarios) and return what it ``report()``-ed.
+
+    ``env`` is added to this process's environment (``TORCH_NPU_PINPOOL=0``: plugin off). With
+    ``expect_ok`` a non-zero exit fails the calling test with the child's output attached. The
+    child starts in an empty directory, so the source tree never shadows the installed plugin.
+    """
+    path = os.path.join(SCENARIOS, name if name.endswith(".py") else name + ".py")
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    with tempfile.TemporaryDirectory(prefix="pinpool-scenario-") as cwd:
+        proc = subprocess.run(
+            [sys.executable, path, *(args or [])],
+            env=full_env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    value = None
+    for line in proc.stdout.splitlines():
+        if line.startswith(_RESULT_TAG):
+            value = json.loads(line[len(_RESULT_TAG) :])
+    if expect_ok and proc.returncode != 0:
+        pytest.fail(
+            f"scenario {name} exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
+            f"\n--- stderr ---\n{proc.stderr[-6000:]}",
+            pytrace=False,
+        )
+    return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+
+
+@pytest.fixture
+def scenario() -> Callable[..., Isolated]:
+    """Fixture form of :func:`run_scenario`: ``scenario("name", env={...}).result``."""
+    return run_scenario
+
+
 # --- markers and report header (owned by ci/; keep this section small) ------------------------
 # `npu` tests need a real Ascend NPU; `simulator` tests only hold on the simulated CANN runtime
 # (ci/sim-env.sh sets SIMCANN_LIB_DIR). A real NPU shows up as /dev/davinci0.

@@ -97,7 +97,13 @@ def _extensions(info: dict):
     lib_dir = os.path.join(root, "lib")
     ext = CppExtension(
         name="torch_npu_pinpool._C",
-        sources=["csrc/module.cpp", "csrc/pin_pool_allocator.cpp"],
+        sources=[
+            "csrc/capture_registry.cpp",
+            "csrc/graph_pools.cpp",
+            "csrc/module.cpp",
+            "csrc/npu_runtime.cpp",
+            "csrc/pin_pool_allocator.cpp",
+        ],
         include_dirs=include_dirs,
         library_dirs=[lib_dir],
         libraries=["torch_npu"],

@@ -1,5 +1,13 @@
 // PinPoolHostAllocator: torch_npu's pinned host allocator, made safe for ACLGraph capture.
 //
+// This header owns the allocator's state: blocks, graph pools, captured graphs, and the one
+// class that keeps them. Its methods live in three files, one responsibility each:
+//   pin_pool_allocator.cpp  the eager allocator (fast path, backing store, ATen hooks, stats,
+//                           empty_cache) and its registration in ATen's registry
+//   capture_registry.cpp    every line that adds, ends or retires a capture or a graph
+//   graph_pools.cpp         graph pools: allocation, block ownership, giving blocks back
+// npu_runtime.h has the runtime calls (capture status, fence events).
+//
 // Note [Why our own pools]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // ATen >= 2.11 has host private pools, but they leak every block a capture used, assert when
@@ -13,37 +21,36 @@
 // ~~~~~~~~~~~~~~~~
 // Eager code pays one relaxed atomic load per call on top of ATen's allocator:
 //   allocate:      captures_underway_ == 0        -> Base::allocate
-//   free:          !block->pool_ && !adopted_by_  -> Base::free
+//   free:          !block->pool_ && !captured_    -> Base::free
 //   record_event:  captures_underway_ == 0        -> Base::record_event (pool blocks and
 //                                                    foreign tensors only on a miss)
-// Everything else (capture routing, graph pools, retirement) runs under mutex_ and is only
-// reached while a capture is underway or a graph-pool block is involved. Deferred work
-// (retiring pools) is picked up on the allocation slow path (allocate_host_memory), by
-// release_pool, by empty_cache() and by stats. empty_cache() records any unrecorded fence and
-// waits for the fences, so one host_empty_cache() after a graph's last use returns its pool.
+// Everything else (capture routing, graph pools, fences) runs under mutex_ and is only
+// reached while a capture is underway or a graph-pool / captured block is involved. Deferred
+// work (fences of dead graphs, pool blocks waiting for eager events) is picked up on the
+// allocation slow path (allocate_host_memory), on every graph event, by empty_cache() and by
+// stats. empty_cache() records any unrecorded fence and waits for the fences, so one
+// host_empty_cache() after a graph's last use gives its blocks back.
 #pragma once
 
+#include "npu_runtime.h"
 #include "version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
-#include <torch_npu/csrc/core/npu/NPUEvent.h>
-#include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
-#include <thread>
+#include <optional>
 #include <utility>
 #include <vector>
 
 namespace torch_npu_pinpool {
 
-using Stream = c10_npu::NPUStream;
 using CaptureFilter = std::function<bool(c10::Stream)>;
 
 struct GraphPool;
+struct CapturedGraph;
 
 // c10::MempoolIdHash only exists from torch 2.10.
 struct PoolIdHash {
@@ -52,14 +59,6 @@ struct PoolIdHash {
   }
 };
 
-// An NPUEvent that goes back to a per-device free list when dropped. NPUEvent records go
-// through torch_npu's task queue, and NPUEvent::query() says "not ready" while the record
-// still sits in that queue: exactly the conservative answer a host allocator needs.
-struct EventRecycler {
-  void operator()(c10_npu::NPUEvent* event) const;
-};
-using Event = std::unique_ptr<c10_npu::NPUEvent, EventRecycler>;
-
 struct PinBlock : at::HostBlock<Stream> {
   PinBlock(size_t size, void* ptr) : at::HostBlock<Stream>(size, ptr) {}
   PinBlock(size_t size, void* ptr, GraphPool* pool)
@@ -67,30 +66,44 @@ struct PinBlock : at::HostBlock<Stream> {
 
   // The graph pool that owns this block; null for default-pool blocks. Immutable.
   GraphPool* const pool_{nullptr};
-  // A default-pool block that a captured operation reads or writes belongs to that
-  // capture's pool until the pool retires. See Note [Capture block lifetime].
-  std::atomic<GraphPool*> adopted_by_{nullptr};
-  // Guarded by PinPoolHostAllocatorImpl::mutex_.
-  bool used_by_capture_{false};
-  bool free_deferred_{false};  // adopted block whose tensor died before its pool retired
+  // A default-pool block that a captured operation uses (users_ not empty): its free goes
+  // through the slow path. See Note [Graph ownership of blocks].
+  std::atomic<bool> captured_{false};
+  // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
+  std::vector<CapturedGraph*> users_;  // graphs whose captured work uses this block
+  bool free_deferred_{false};          // default-pool block freed while users_ was not empty
+  bool events_pending_{false};         // pool block waiting for its eager uses' events
 };
 
 // One graph memory pool on the host side; identified like the graph's device pool.
+// See Note [Pool lifetime].
 struct GraphPool {
   MempoolId id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
-  int uses{0};                // graphs holding it + the capture underway into it
-  bool capturing{false};
-  bool retired{false};  // no graph uses it any more; id erased, waiting for the fence
-  bool drained{false};  // fence complete: blocks are given back as soon as they are free
+  int graphs{0};       // graphs of this pool that are capturing or alive
+  int capturing{0};    // of which capturing
+  bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
   std::vector<std::vector<PinBlock*>> free_blocks{64};  // reusable, by size index
   ska::flat_hash_set<PinBlock*> blocks;                 // every block it owns
-  std::vector<PinBlock*> adopted;                       // default-pool blocks it captured
-  std::vector<GraphPool*> depends_on;  // pools whose blocks its graphs read (one use each)
-  ska::flat_hash_set<Stream> replay_streams;
-  std::vector<Event> fence;  // retirement: one event per replay stream
-  bool fence_recorded{false};
   size_t bytes_held{0};
   size_t bytes_in_use{0};
+};
+
+// One captured graph, from capture begin until its blocks are given back.
+// See Note [Graph handles] and Note [Replay fences].
+struct CapturedGraph {
+  enum class State { kAnnounced, kCapturing, kAlive, kDead };
+  uint64_t handle{0};
+  State state{State::kAnnounced};
+  bool announced{false};  // made by graph_begin (Python hooks); else by begin_allocate_to_pool
+  GraphPool* pool{nullptr};
+  CaptureFilter filter;          // while capturing: does this stream capture into this graph?
+  std::atomic<void*> model{nullptr};  // the runtime's aclmdlRI, known once capture began
+  c10::DeviceIndex device{-1};   // the capture device: replays run there
+  std::optional<Stream> capture_stream;  // known once capture began
+  std::vector<PinBlock*> blocks;           // blocks whose captured work it uses
+  ska::flat_hash_set<Stream> replay_streams;  // where it was replayed
+  std::vector<Event> fence;      // dead: one event per replay stream
+  bool fence_recorded{false};
 };
 
 struct PoolInfo {
@@ -110,33 +123,36 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
  public:
   explicit PinPoolHostAllocatorImpl(at::HostAllocator* native) : native_(native) {}
 
+  // --- the eager allocator (pin_pool_allocator.cpp)
   std::pair<void*, void*> allocate(size_t size) override;
   void free(void* ctx) override;
   bool record_event(void* ptr, void* ctx, c10::Stream stream) override;
   void empty_cache() override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
   at::HostStats stats();
-
-  // Capture registry (called by torch_npu >= 2.11 through at::HostAllocator, or by the
-  // Python hooks on <= 2.10). A zero pool id asks for a pool bound later by bind_pool().
-  uint64_t begin_capture(MempoolId pool_id, CaptureFilter filter);
-  void end_capture(MempoolId pool_id);
-  void end_capture_token(uint64_t token, MempoolId bind_id);
-  void abort_capture(uint64_t token);
-  int abort_captures_since(uint64_t seq);
-  std::vector<MempoolId> ended_since(uint64_t seq);
-  std::vector<uint64_t> captures_since(uint64_t seq);
-  uint64_t seq() const { return seq_.load(); }
-  void release_pool(MempoolId pool_id);
-  void note_replay(MempoolId pool_id);
-  std::vector<PoolInfo> pool_info();
-  // Gives back what retiring pools and freed pool blocks hold once their events completed.
-  // wait: record every fence still unrecorded and wait for the fences (bounded) first.
-  void process_pending(bool wait = false);
   at::HostAllocator* native() const { return native_; }
 
+  // --- the capture registry (capture_registry.cpp); see Note [Graph handles]
+  uint64_t graph_begin(MempoolId pool_id);
+  void graph_capturing(uint64_t handle);
+  bool graph_begin_failed(uint64_t handle);
+  void graph_end(uint64_t handle, MempoolId pool_id);
+  bool graph_end_failed(uint64_t handle);
+  void graph_replay(uint64_t handle);
+  void graph_died(uint64_t handle);
+  // What torch_npu >= 2.11 calls through at::HostAllocator.
+  void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter);
+  void end_allocate_to_pool(MempoolId pool_id);
+  void release_pool(MempoolId pool_id);
+
+  // --- graph pools (graph_pools.cpp)
+  std::vector<PoolInfo> pool_info();
+  // Gives back what dead graphs and freed pool blocks hold once their events completed.
+  // wait: record every fence still unrecorded and wait for the fences (bounded) first.
+  void process_pending(bool wait = false);
+
  private:
-  // ATen hooks.
+  // ATen hooks (pin_pool_allocator.cpp).
   void allocate_host_memory(size_t size, void** ptr) override;
   void free_block(PinBlock* block) override;
   void record_stream(std::optional<std::vector<Event>>& events, Stream stream) override;
@@ -146,40 +162,35 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   bool stream_is_capturing(Stream stream) const override;
 #endif
 
-  struct Capture {
-    uint64_t token;
-    GraphPool* pool;
-    CaptureFilter filter;
-    std::thread::id thread;
-  };
-  struct PendingBlock {
-    std::vector<Event> events;
-    PinBlock* block;
-  };
+  // Backing store (pin_pool_allocator.cpp); Note [Backing store].
+  void* allocate_raw(size_t size, PinBlock* pool_block);
+  c10::DataPtr take_raw(void* ptr);
+  PinBlock* find_block(void* ptr, void* ctx);
+  bool record_use(void* ptr, void* ctx, Stream stream);
 
+  // Capture registry internals (capture_registry.cpp).
+  CapturedGraph* graph_locked(uint64_t handle);
+  CapturedGraph* capturing_graph_locked(Stream stream);
+  CapturedGraph* new_graph_locked(bool announced);
+  void start_capture_locked(CapturedGraph* graph, CaptureFilter filter);
+  void stop_capture_locked(CapturedGraph* graph);
+  void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
+  bool record_captured_use(PinBlock* block, CapturedGraph& graph);
+  bool runtime_still_captures(CapturedGraph* graph);
+
+  // Graph pools internals (graph_pools.cpp).
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
   void free_slow(PinBlock* block);
-  bool record_use(void* ptr, void* ctx, Stream stream);
-  bool record_captured_use(PinBlock* block, GraphPool& pool);
-  PinBlock* find_block(void* ptr, void* ctx);
-
-  GraphPool* capture_pool_locked(Stream stream);
-  GraphPool* pool_for_id_locked(MempoolId id);
-  void release_use_locked(GraphPool* pool);
-  void add_dependency_locked(GraphPool& pool, GraphPool* other);
-  void place_free_block_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
-  void drain_locked(GraphPool* pool, std::vector<c10::DataPtr>& released,
-                    std::vector<PinBlock*>& base_frees);
-  void forget_pool_if_empty_locked(GraphPool* pool);
+  GraphPool* pool_for_capture_locked(MempoolId id);
+  void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
+  void maybe_delete_pool_locked(GraphPool* pool);
+  void settle_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
+                     std::vector<PinBlock*>& base_frees);
+  void give_back_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
+  void finish_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
+                           std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
-  void unregister_capture_locked(std::vector<Capture>::iterator it);
-
-  void* allocate_raw(size_t size, PinBlock* pool_block);
-  c10::DataPtr take_raw(void* ptr);
-  std::vector<Event> record_events(const ska::flat_hash_set<Stream>& streams);
-  bool events_done(std::vector<Event>& events);
-  bool wait_events(std::vector<Event>& events);
   void process_pending_pass(bool wait);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
@@ -189,21 +200,22 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   ska::flat_hash_map<void*, std::pair<c10::DataPtr, PinBlock*>> backing_;
 
   std::atomic<int> captures_underway_{0};
-  std::atomic<int> pending_{0};  // retiring pools + pool blocks waiting for events
+  std::atomic<int> pending_{0};  // dead graphs + pool blocks waiting for events
 
-  // Guards everything below and PinBlock::used_by_capture_ / free_deferred_, and the
-  // allocated_ flag of pool blocks. Only the slow paths take it.
+  // Guards everything below, the graphs' and pools' fields, PinBlock::users_ /
+  // free_deferred_ / events_pending_, and the allocated_ flag of pool blocks. Only the slow
+  // paths take it; it is never held while taking the GIL or backing_mutex_'s DataPtr dies.
   std::mutex mutex_;
-  std::vector<Capture> captures_;
-  ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;
-  std::vector<GraphPool*> anonymous_pools_;  // capturing with pool=None on <= 2.10
-  std::vector<GraphPool*> retiring_;
-  std::vector<GraphPool*> drained_;  // retired, fenced, still owning blocks in use
-  std::vector<PendingBlock> pending_blocks_;
-  std::vector<std::pair<uint64_t, std::pair<MempoolId, std::thread::id>>> ended_;
-  std::atomic<uint64_t> seq_{0};
+  uint64_t next_handle_{0};
+  ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive
+  std::vector<CapturedGraph*> capturing_;                // state kCapturing
+  std::vector<CapturedGraph*> dead_;  // dead, waiting for their fence
+  ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id
+  std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
+  // Pool blocks freed while eager copies from them were in flight, with those copies' events.
+  std::vector<std::pair<PinBlock*, std::vector<Event>>> pending_blocks_;
 
-  std::mutex process_mutex_;  // serializes process_pending()
+  std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only
   std::atomic<bool> process_again_{false};  // a process_pending() found process_mutex_ taken
 };
 
@@ -235,9 +247,5 @@ class PinPoolHostAllocator final : public at::HostAllocator {
 // Registers the allocator (once). Returns false if it was already active.
 bool activate();
 PinPoolHostAllocator* active_allocator();  // null until activate()
-
-// Capture status of a stream without flushing torch_npu's task queue:
-// {aclmdlRICaptureStatus, aclmdlRI}. {0, null} if the runtime lacks the API.
-std::pair<int, void*> capture_info(const Stream& stream);
 
 }  // namespace torch_npu_pinpool

@@ -95,7 +95,7 @@ def activate() -> bool:
         if newly:
             from . import _hooks
 
-            _hooks.install(ext, native_pools=ext.aten_host_pools)
+            _hooks.install(ext)
             log.info(
                 "torch_npu_pinpool %s active (%s mode): pinned memory is capture-aware",
                 __version__,

@@ -1,52 +1,41 @@
-"""Hooks on ``torch_npu.npu.graphs.NPUGraph``: keep our capture registry in step with the
-runtime's capture status.
+"""Hooks on ``torch_npu.npu.graphs.NPUGraph``: tell the allocator's capture registry about each
+graph (csrc/capture_registry.cpp, Note [Graph handles]).
 
-``torch.npu.graph``, ``make_graphed_callables`` and graph trees all go through the methods of
-this class, so patching the class attributes covers them.
-
-* torch_npu <= 2.10 ("backport") tells the host allocator nothing: ``capture_begin`` /
-  ``capture_end`` register the capture (see Note [Backport capture registration] in
-  csrc/module.cpp); the graph's use of its pool is released by ``reset`` or, because the C++
-  destructor calls the C++ ``reset`` directly, by a ``weakref.finalize`` on the graph.
-* torch_npu >= 2.11 ("native-present") calls begin/end_allocate_to_pool and release_pool on
-  the registered allocator itself; the hooks only repair the failure paths torch_npu leaves
-  behind (a capture_begin that fails after begin_allocate_to_pool; a capture_end that fails
-  after end_allocate_to_pool leaves a pool use nobody releases; on 2.11 a capture_end whose
-  runtime call fails never calls end_allocate_to_pool at all).
-* Both: ``replay`` tells the allocator which stream the graph ran on, so retiring a pool waits
-  for exactly those replays.
+``torch.npu.graph``, ``make_graphed_callables``, graph trees, TorchAir and vllm-ascend all go
+through these methods, so patching the class attributes covers them. Each hook is one registry
+call around the original method; the registry knows the torch_npu mode (whether torch_npu calls
+the pool hooks itself), so the hooks are the same on every supported torch_npu. A graph keeps
+one opaque attribute: its ``_GraphHandle``.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from typing import Any
+from typing import Any, Callable
 
-_ID = "_pinpool_id"  # the graph's pool id, set once capture_end succeeded
-_TOKEN = "_pinpool_token"  # the capture registration(s) underway
-_USE = "_pinpool_use"  # backport: the graph's use of its pool
+_HANDLE = "_pinpool_graph"
 
 
-class _PoolUse:
-    """A graph's use of its pool, released exactly once (reset or garbage collection)."""
+class _GraphHandle:
+    """A graph's registry handle. ``release()`` reports the graph's death exactly once: on
+    ``reset()``, or through the finalizer when the graph is garbage-collected (the C++
+    destructor calls the C++ reset directly, so only a finalizer sees that)."""
 
-    __slots__ = ("_ext", "_id", "_released", "__weakref__")
+    __slots__ = ("id", "_finalizer")
 
-    def __init__(self, ext: Any, pool_id: tuple[int, int]) -> None:
-        self._ext, self._id, self._released = ext, pool_id, False
+    def __init__(self, ext: Any, graph: Any, handle: int) -> None:
+        self.id = handle
+        self._finalizer = weakref.finalize(graph, ext.graph_died, handle)
+        self._finalizer.atexit = False
 
     def release(self) -> None:
-        if not self._released:
-            self._released = True
-            self._ext.release_pool(self._id)
+        self._finalizer()
 
 
 def _pool_arg(args: tuple, kwargs: dict) -> tuple[int, int]:
     pool = args[0] if args else kwargs.get("pool")
-    if pool is None:
-        return (0, 0)
-    return (int(pool[0]), int(pool[1]))
+    return (0, 0) if pool is None else (int(pool[0]), int(pool[1]))
 
 
 def _refuse_expandable_segments() -> None:
@@ -62,125 +51,81 @@ def _refuse_expandable_segments() -> None:
         )
 
 
-def install(ext: Any, native_pools: bool) -> None:
+def _capture_begin(ext: Any, orig: Callable) -> Callable:
+    def capture_begin(self, *args, **kwargs):
+        _refuse_expandable_segments()
+        handle = ext.graph_begin(_pool_arg(args, kwargs))
+        try:
+            result = orig(self, *args, **kwargs)
+            ext.graph_capturing(handle)
+        except BaseException:
+            if ext.graph_begin_failed(handle):  # the runtime captures: keep protecting it
+                self.__dict__[_HANDLE] = _GraphHandle(ext, self, handle)
+            raise
+        self.__dict__[_HANDLE] = _GraphHandle(ext, self, handle)
+        return result
+
+    return capture_begin
+
+
+def _capture_end(ext: Any, orig: Callable) -> Callable:
+    def capture_end(self):
+        graph = self.__dict__.get(_HANDLE)
+        try:
+            orig(self)
+        except BaseException:
+            # Note [Capture that ended without telling the allocator]: kept only if the
+            # runtime still captures (a retry of capture_end may work).
+            if graph is not None and not ext.graph_end_failed(graph.id):
+                del self.__dict__[_HANDLE]
+                graph.release()
+            raise
+        if graph is not None:  # None: the capture began before activation, not ours
+            ext.graph_end(graph.id, tuple(self.pool()))
+
+    return capture_end
+
+
+def _replay(ext: Any, orig: Callable) -> Callable:
+    def replay(self):
+        graph = self.__dict__.get(_HANDLE)
+        if graph is not None:
+            ext.graph_replay(graph.id)
+        return orig(self)
+
+    return replay
+
+
+def _reset(ext: Any, orig: Callable) -> Callable:
+    def reset(self):
+        graph = self.__dict__.pop(_HANDLE, None)
+        if graph is not None:
+            graph.release()
+        return orig(self)
+
+    return reset
+
+
+_HOOKS = {
+    "capture_begin": _capture_begin,
+    "capture_end": _capture_end,
+    "replay": _replay,
+    "reset": _reset,
+}
+
+
+def install(ext: Any) -> None:
+    """Patch ``NPUGraph`` once; the originals stay reachable as ``__wrapped__``."""
     from torch_npu.npu.graphs import NPUGraph
 
     if getattr(NPUGraph, "_pinpool_hooked", False):
         return
-    orig_begin = NPUGraph.capture_begin
-    orig_end = NPUGraph.capture_end
-    orig_replay = NPUGraph.replay
-    orig_reset = NPUGraph.reset
-
-    def remember_pool(graph: Any) -> None:
-        graph.__dict__[_ID] = tuple(graph.pool())
-
-    if native_pools:
-
-        def capture_begin(self, *args, **kwargs):
-            _refuse_expandable_segments()
-            seq = ext.seq()
-            try:
-                result = orig_begin(self, *args, **kwargs)
-            except BaseException:
-                # torch_npu called begin_allocate_to_pool before aclmdlRICaptureBegin.
-                ext.abort_captures_since(seq)
-                raise
-            # Note [Capture that ended without telling the allocator] (csrc/module.cpp)
-            tokens = ext.captures_since(seq)
-            for token in tokens:
-                ext.watch_capture(token)
-            self.__dict__[_TOKEN] = tokens
-            return result
-
-        def capture_end(self):
-            seq = ext.seq()
-            tokens = self.__dict__.pop(_TOKEN, [])
-            try:
-                orig_end(self)
-            except BaseException:
-                # torch_npu >= 2.12: end_allocate_to_pool ran, the capture is over without a
-                # graph, and reset() only releases pools of graphs that have one: release it.
-                for pool_id in ext.ended_since(seq):
-                    ext.release_pool(pool_id)
-                # torch_npu 2.11 raised before end_allocate_to_pool: abort what is over.
-                live = [token for token in tokens if ext.capture_active(token)]
-                for token in tokens:
-                    if token not in live:
-                        ext.abort_capture(token)
-                if live:
-                    self.__dict__[_TOKEN] = live
-                raise
-            for token in tokens:
-                ext.forget_capture(token)
-            remember_pool(self)
-
-        def reset(self):
-            self.__dict__.pop(_ID, None)
-            return orig_reset(self)
-
-    else:
-
-        def capture_begin(self, *args, **kwargs):
-            _refuse_expandable_segments()
-            token = ext.begin_capture(_pool_arg(args, kwargs))
-            try:
-                result = orig_begin(self, *args, **kwargs)
-                ext.set_capture_model(token)
-            except BaseException:
-                if ext.capture_active(token):  # set_capture_model failed: cannot happen
-                    raise
-                ext.abort_capture(token)
-                raise
-            self.__dict__[_TOKEN] = token
-            return result
-
-        def capture_end(self):
-            token = self.__dict__.get(_TOKEN)
-            try:
-                orig_end(self)
-            except BaseException:
-                # Still capturing (ended on the wrong stream): keep the registration so a
-                # correct retry works. Otherwise the capture is over without a graph.
-                if token is not None and not ext.capture_active(token):
-                    self.__dict__.pop(_TOKEN, None)
-                    ext.abort_capture(token)
-                raise
-            if token is None:  # capture began before activation: not ours
-                return
-            del self.__dict__[_TOKEN]
-            pool_id = tuple(self.pool())
-            ext.end_capture(token, pool_id)
-            use = _PoolUse(ext, pool_id)
-            finalizer = weakref.finalize(self, use.release)
-            finalizer.atexit = False
-            self.__dict__[_USE] = use
-            self.__dict__[_ID] = pool_id
-
-        def reset(self):
-            self.__dict__.pop(_ID, None)
-            use = self.__dict__.pop(_USE, None)
-            try:
-                return orig_reset(self)
-            finally:
-                if use is not None:
-                    use.release()
-
-    def replay(self):
-        pool_id = self.__dict__.get(_ID)
-        if pool_id is not None:
-            ext.note_replay(pool_id)
-        return orig_replay(self)
-
-    for name, fn, orig in (
-        ("capture_begin", capture_begin, orig_begin),
-        ("capture_end", capture_end, orig_end),
-        ("replay", replay, orig_replay),
-        ("reset", reset, orig_reset),
-    ):
-        fn.__name__ = name
-        fn.__qualname__ = f"NPUGraph.{name}"
-        fn.__doc__ = getattr(orig, "__doc__", None)
-        fn.__wrapped__ = orig
-        setattr(NPUGraph, name, fn)
+    for name, make in _HOOKS.items():
+        orig = getattr(NPUGraph, name)
+        hook = make(ext, orig)
+        hook.__name__ = name
+        hook.__qualname__ = f"NPUGraph.{name}"
+        hook.__doc__ = getattr(orig, "__doc__", None)
+        hook.__wrapped__ = orig
+        setattr(NPUGraph, name, hook)
     NPUGraph._pinpool_hooked = True

@@ -14,9 +14,11 @@ uses torch / torch_npu / plugin APIs only; simulator state lives in ``simctl.py`
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 import torch
@@ -82,6 +84,46 @@ def side_stream() -> torch.npu.Stream:
 
 def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
+
+
+def end_graphs(graphs: list, how: str) -> None:
+    """End every graph in ``graphs`` (emptied) by ``how``: ``"reset"`` calls ``reset()``,
+    ``"gc"`` drops the last references and collects (no ``reset``, as TorchAir and vllm-ascend
+    drop graphs)."""
+    if how == "reset":
+        for g in graphs:
+            g.reset()
+    elif how != "gc":
+        raise ValueError(f"end graphs by 'reset' or 'gc', not {how!r}")
+    graphs.clear()
+    gc.collect()
+
+
+class Churn:
+    """Another thread that keeps pinning junk (``value``) and calling ``host_empty_cache()``
+    while the scenario runs, as a serving engine's eager side does: a block given back too early
+    is handed to it and overwritten. ``with Churn(): ...``"""
+
+    def __init__(self, value: float = -1.0, keep: int = 64) -> None:
+        self._value, self._keep = value, keep
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        junk = []  # kept alive, so each new pin_memory() may get a block given back
+        while not self._stop.is_set():
+            junk += [pinned(self._value) for _ in range(4)]
+            if len(junk) >= self._keep:
+                junk.clear()
+                torch.npu.host_empty_cache()
+
+    def __enter__(self) -> Churn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def report(value: Any) -> None:

@@ -1,0 +1,318 @@
+// The capture registry: every line that adds, ends or retires a capture or a graph. A graph is
+// begun, learns its runtime capture, ends (or fails to), is replayed, and dies (reset, garbage
+// collection, or a capture that ended without a graph); each is one call here. What a graph's
+// death does to its blocks is graph_pools.cpp's (Note [Graph ownership of blocks]).
+#include "pin_pool_allocator.h"
+
+#include <c10/util/Exception.h>
+#include <torch_npu/csrc/core/npu/NPUStream.h>
+
+#include <algorithm>
+
+namespace torch_npu_pinpool {
+
+// Note [Graph handles]
+// ~~~~~~~~~~~~~~~~~~~~
+// The allocator knows graphs, not just pools: ownership, replay fences and death are per
+// graph. ATen's interface (begin/end_allocate_to_pool, release_pool) speaks of pool ids only,
+// and several graphs share a pool, so the Python hooks on NPUGraph (torch_npu_pinpool/
+// _hooks.py) give each capture a handle and every later call names it:
+//
+//   capture_begin:  h = graph_begin(pool)     before torch_npu's capture_begin
+//                   graph_capturing(h)        after it: learn the runtime's stream and model
+//                   graph_begin_failed(h)     if it raised
+//   capture_end:    graph_end(h, pool())      after torch_npu's capture_end
+//                   graph_end_failed(h)       if it raised
+//   replay:         graph_replay(h)           before torch_npu's replay
+//   reset / GC:     graph_died(h)             exactly once (a weakref.finalize the hook owns)
+//
+// Where the capture is registered (the filter that routes allocations and captured copies):
+//   * torch_npu <= 2.10 tells the host allocator nothing: graph_begin registers the capture
+//     with a filter "stream ACTIVE, capturing into this graph's model", which matches
+//     nothing until graph_capturing has read the model (nothing runs in between).
+//   * torch_npu >= 2.11 calls begin_allocate_to_pool(id, filter) inside capture_begin, on
+//     the thread that called graph_begin: graph_begin only *announces* the graph on this
+//     thread, and begin_allocate_to_pool attaches torch_npu's pool id and filter to it.
+//     end_allocate_to_pool stops the capture. release_pool is ignored for announced graphs
+//     (their hooks report their death); a capture torch_npu begins without our hook (a C++
+//     caller) makes an unannounced graph, which dies on its pool's release_pool.
+//
+// A handle that names a dead graph is ignored, so a late finalizer or a reset after garbage
+// collection is harmless.
+
+namespace {
+// The graph graph_begin announced on this thread for the next begin_allocate_to_pool.
+thread_local CapturedGraph* t_announced = nullptr;
+
+// Our own capture filter (torch_npu >= 2.11 passes its own): the stream captures into the
+// graph's model. Matches nothing until graph_capturing has read the model.
+CaptureFilter model_filter(CapturedGraph* graph) {
+  return [graph](c10::Stream s) {
+    return captures_into(Stream(Stream::UNCHECKED, s), graph->model.load());
+  };
+}
+}  // namespace
+
+CapturedGraph* PinPoolHostAllocatorImpl::graph_locked(uint64_t handle) {
+  auto it = graphs_.find(handle);
+  return it == graphs_.end() ? nullptr : it->second;
+}
+
+CapturedGraph* PinPoolHostAllocatorImpl::capturing_graph_locked(Stream stream) {
+  const c10::Stream s = stream.unwrap();
+  for (CapturedGraph* graph : capturing_) {
+    if (graph->filter(s)) {
+      return graph;
+    }
+  }
+  return nullptr;
+}
+
+CapturedGraph* PinPoolHostAllocatorImpl::new_graph_locked(bool announced) {
+  auto* graph = new CapturedGraph();
+  graph->handle = ++next_handle_;
+  graph->announced = announced;
+  graph->device = c10_npu::getCurrentNPUStream().device_index();
+  graphs_.emplace(graph->handle, graph);
+  return graph;
+}
+
+// The capture takes a use of its pool (the graph's use once it ends).
+void PinPoolHostAllocatorImpl::start_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
+  graph->filter = std::move(filter);
+  graph->state = CapturedGraph::State::kCapturing;
+  graph->pool->graphs++;
+  graph->pool->capturing++;
+  capturing_.push_back(graph);
+  captures_underway_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
+  capturing_.erase(std::remove(capturing_.begin(), capturing_.end(), graph), capturing_.end());
+  captures_underway_.fetch_sub(1, std::memory_order_relaxed);
+  graph->pool->capturing--;
+  graph->filter = nullptr;
+  graph->state = CapturedGraph::State::kAlive;
+}
+
+// The graph is gone (or never came to be): it drops its pool use now and its blocks once its
+// replays are over (finish_graph_locked, after the fence).
+void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
+                                                 std::vector<c10::DataPtr>& released) {
+  if (graph->state == CapturedGraph::State::kCapturing) {
+    stop_capture_locked(graph);
+  }
+  if (t_announced == graph) {
+    t_announced = nullptr;
+  }
+  graphs_.erase(graph->handle);
+  graph->state = CapturedGraph::State::kDead;
+  if (graph->pool != nullptr) {
+    release_graph_use_locked(graph->pool, released);
+    graph->pool = nullptr;
+  }
+  dead_.push_back(graph);
+  update_pending_locked();
+}
+
+bool PinPoolHostAllocatorImpl::runtime_still_captures(CapturedGraph* graph) {
+  void* model = graph->model.load();
+  return graph->capture_stream.has_value() && captures_into(*graph->capture_stream, model);
+}
+
+// ---------------------------------------------------------------------------------------
+// The calls of Note [Graph handles]
+
+uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = new_graph_locked(/*announced=*/true);
+#if PINPOOL_HAS_ATEN_HOST_POOLS
+  t_announced = graph;  // begin_allocate_to_pool attaches the pool and the filter
+#else
+  try {
+    graph->pool = pool_for_capture_locked(pool_id);
+  } catch (...) {
+    graphs_.erase(graph->handle);
+    delete graph;
+    throw;
+  }
+  start_capture_locked(graph, model_filter(graph));
+#endif
+  return graph->handle;
+}
+
+void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = t_announced;
+  t_announced = nullptr;
+  if (graph == nullptr || graph->state != CapturedGraph::State::kAnnounced) {
+    graph = new_graph_locked(/*announced=*/false);
+  }
+  try {
+    graph->pool = pool_for_capture_locked(pool_id);
+  } catch (...) {
+    if (!graph->announced) {  // nobody else holds it; an announced one is its hook's
+      graphs_.erase(graph->handle);
+      delete graph;
+    }
+    throw;
+  }
+  start_capture_locked(graph, std::move(filter));
+}
+
+void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
+  const Stream stream = c10_npu::getCurrentNPUStream();
+  const CaptureInfo info = capture_info(stream);
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = graph_locked(handle);
+  TORCH_CHECK(graph != nullptr && graph->state == CapturedGraph::State::kCapturing,
+              "torch_npu_pinpool: NPUGraph.capture_begin returned but torch_npu did not hand the "
+              "capture to the host allocator (begin_allocate_to_pool). This torch_npu build is "
+              "not one the plugin supports; set TORCH_NPU_PINPOOL=0 to run without it.");
+  TORCH_CHECK(info.status == CaptureStatus::kActive && info.model != nullptr,
+              "torch_npu_pinpool: NPUGraph.capture_begin returned but the current stream is not "
+              "capturing.");
+  graph->capture_stream = stream;
+  graph->device = stream.device_index();
+  graph->model.store(info.model);
+}
+
+bool PinPoolHostAllocatorImpl::graph_begin_failed(uint64_t handle) {
+  std::vector<c10::DataPtr> released;  // dies after the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = graph_locked(handle);
+  if (graph == nullptr) {
+    return false;
+  }
+  if (graph->state == CapturedGraph::State::kCapturing && runtime_still_captures(graph)) {
+    return true;  // the runtime captures: keep protecting it
+  }
+  kill_graph_locked(graph, released);
+  return false;
+}
+
+void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (CapturedGraph* graph : capturing_) {
+    if (graph->pool->id == pool_id) {
+      stop_capture_locked(graph);
+      return;
+    }
+  }
+  // Already stopped: a retried capture_end after a failed one (torch_npu >= 2.12 calls
+  // end_allocate_to_pool before it checks the runtime's answer).
+}
+
+void PinPoolHostAllocatorImpl::graph_end(uint64_t handle, MempoolId pool_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = graph_locked(handle);
+  TORCH_CHECK(graph != nullptr, "torch_npu_pinpool: graph ", handle,
+              " is not registered (its capture ended twice?).");
+  if (graph->state == CapturedGraph::State::kCapturing) {
+    stop_capture_locked(graph);  // <= 2.10: torch_npu's capture_end told us nothing
+  }
+  GraphPool* pool = graph->pool;
+  if (pool->id == MempoolId{0, 0}) {
+    // <= 2.10: NPUGraph::pool() only answers after capture_end; bind the pool to it now.
+    TORCH_CHECK(pools_.find(pool_id) == pools_.end(), "torch_npu_pinpool: memory pool (",
+                pool_id.first, ", ", pool_id.second, ") is already bound.");
+    pool->id = pool_id;
+    pools_.emplace(pool_id, pool);
+  }
+}
+
+// Note [Capture that ended without telling the allocator]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// When torch_npu's capture_end raises, the runtime capture may be over (107038, 107025,
+// 507903: the stream left the capture, no graph came of it) or still going (capture_end called
+// on the wrong stream). torch_npu 2.11 checks aclmdlRICaptureEnd's result *before* it calls
+// end_allocate_to_pool, 2.12 on call it first, and <= 2.10 never calls it: so the registry
+// asks the runtime. Over: the graph dies now (no replay can read its blocks). Still going: the
+// capture stays registered, so a correct retry of capture_end works.
+bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
+  std::vector<c10::DataPtr> released;  // dies after the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = graph_locked(handle);
+  if (graph == nullptr) {
+    return false;
+  }
+  if (runtime_still_captures(graph)) {
+    if (graph->state != CapturedGraph::State::kCapturing) {
+      // torch_npu stopped the registration although the runtime still captures.
+      graph->state = CapturedGraph::State::kAnnounced;
+      graph->pool->graphs--;  // start_capture_locked takes the use again
+      start_capture_locked(graph, model_filter(graph));
+    }
+    return true;
+  }
+  kill_graph_locked(graph, released);
+  return false;
+}
+
+// Note [Replay fences]
+// ~~~~~~~~~~~~~~~~~~~~
+// NPUGraph::replay runs the model on the current stream *of the capture device* (it makes that
+// device current first), whatever device the caller had current. So a replay is noted as
+// getCurrentNPUStream(graph->device), and the fence recorded when the graph dies is one event
+// on each such stream, recorded with that stream's device current (NPUEvent::record) and
+// queried the same way (event_done). A fence is never recorded on a stream that is capturing:
+// it would be captured, not run; the graph's blocks then wait until that capture is over.
+void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
+  c10::DeviceIndex device = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CapturedGraph* graph = graph_locked(handle);
+    if (graph == nullptr) {
+      return;
+    }
+    device = graph->device;
+  }
+  const Stream stream = c10_npu::getCurrentNPUStream(device);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (CapturedGraph* graph = graph_locked(handle)) {
+    graph->replay_streams.insert(stream);
+  }
+}
+
+void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
+  {
+    std::vector<c10::DataPtr> released;  // dies after the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    CapturedGraph* graph = graph_locked(handle);
+    if (graph == nullptr) {
+      return;
+    }
+    kill_graph_locked(graph, released);
+  }
+  process_pending();  // fence its replays now: the blocks come back as soon as they are done
+}
+
+void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
+  {
+    std::vector<c10::DataPtr> released;  // dies after the lock
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [handle, graph] : graphs_) {
+      if (!graph->announced && graph->state == CapturedGraph::State::kAlive &&
+          graph->pool != nullptr && graph->pool->id == pool_id) {
+        kill_graph_locked(graph, released);
+        break;
+      }
+    }
+  }
+  process_pending();
+}
+
+// A captured operation on `graph`'s stream reads or writes `block`.
+bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
+  auto& users = block->users_;
+  if (std::find(users.begin(), users.end(), &graph) == users.end()) {
+    users.push_back(&graph);
+    graph.blocks.push_back(block);
+    if (block->pool_ == nullptr) {
+      block->captured_.store(true);
+    }
+  }
+  return true;
+}
+
+}  // namespace torch_npu_pinpool

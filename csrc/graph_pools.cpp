@@ -1,0 +1,366 @@
+// Graph pools: allocation inside a capture, who owns a block a captured operation uses, and
+// when a block becomes reusable or goes back to the system. The fences that gate it are
+// processed here too (process_pending).
+#include "pin_pool_allocator.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/llvmMathExtras.h>
+#include <torch_npu/csrc/core/npu/NPUStream.h>
+
+#include <algorithm>
+
+namespace torch_npu_pinpool {
+namespace {
+size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
+}  // namespace
+
+// Note [Graph ownership of blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A captured copy keeps the host *address*; every replay reads or writes the bytes there as
+// they are at that moment. So each block records its users_: the graphs whose captured work
+// uses it (record_captured_use), whether the block was allocated inside a capture (a pool
+// block) or before it (a default-pool block, then marked captured_), and whichever pool the
+// graph captures into: a tensor kept from one graph and read by another graph's capture is
+// used by both. A block is never handed out again while
+//   * its tensor is alive (allocated_), or
+//   * any graph in users_ exists, or died and its replays may still run (its fence is not
+//     complete: Note [Replay fences]), or
+//   * an eager copy from it may still run (events_pending_: eager uses of a pool block are
+//     fenced exactly like ATen fences a default-pool block).
+// Once none holds (settle_locked), a pool block goes to its pool's free list while the pool
+// lives, else back to the system; a default-pool block whose tensor died while it was
+// captured goes to ATen's free path then (Base::free, which fences its eager uses).
+//
+// Note [Pool lifetime]
+// ~~~~~~~~~~~~~~~~~~~~
+// A pool lives while a graph of it is capturing or alive. While it lives, its free blocks
+// (freed unused inside a capture, or released by dead graphs) are its own: the next capture
+// into it reuses them, and empty_cache() leaves them alone, as ATen's private pools do. When
+// its last graph dies the pool is released: its id is erased at once (it can be captured into
+// again, as a new pool), its free blocks go back to the system, and every block still held
+// goes back as soon as it settles. The pool object goes when its last block does.
+
+// ---------------------------------------------------------------------------------------
+// Allocation and free
+
+GraphPool* PinPoolHostAllocatorImpl::pool_for_capture_locked(MempoolId id) {
+  GraphPool* pool = nullptr;
+  if (id != MempoolId{0, 0}) {  // {0, 0}: <= 2.10 capture with pool=None, bound at its end
+    auto it = pools_.find(id);
+    pool = it == pools_.end() ? nullptr : it->second;
+  }
+  if (pool == nullptr) {
+    pool = new GraphPool();
+    pool->id = id;
+    all_pools_.push_back(pool);
+    if (id != MempoolId{0, 0}) {
+      pools_.emplace(id, pool);
+    }
+  }
+  TORCH_CHECK(pool->capturing == 0, "torch_npu_pinpool: a graph capture into memory pool (",
+              id.first, ", ", id.second,
+              ") is already underway. Captures that share a pool must run one after another: "
+              "end the other capture first, or capture into a different pool.");
+  return pool;
+}
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t size) {
+  if (size == 0) {
+    return {nullptr, nullptr};
+  }
+  const Stream stream = c10_npu::getCurrentNPUStream();
+  GraphPool* pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (CapturedGraph* graph = capturing_graph_locked(stream)) {
+      pool = graph->pool;
+    }
+  }
+  // Other streams and threads keep using the default pool while a capture runs.
+  if (pool == nullptr) {
+    return Base::allocate(size);
+  }
+  if (pending_.load(std::memory_order_relaxed) != 0) {
+    process_pending();  // blocks of dead graphs become reusable here
+  }
+  return allocate_in_pool(*pool, size);
+}
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& pool,
+                                                                    size_t size) {
+  const size_t rounded = c10::llvm::PowerOf2Ceil(size);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& free_list = pool.free_blocks[size_index(rounded)];
+    if (!free_list.empty()) {
+      PinBlock* block = free_list.back();
+      free_list.pop_back();
+      block->allocated_ = true;
+      pool.bytes_in_use += block->size_;
+      return {block->ptr_, block};
+    }
+  }
+  // The capture holds a use of `pool`, so it stays alive while we allocate unlocked.
+  auto block = std::make_unique<PinBlock>(rounded, nullptr, &pool);
+  block->ptr_ = allocate_raw(rounded, block.get());
+  block->allocated_ = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  pool.blocks.insert(block.get());
+  pool.bytes_held += rounded;
+  pool.bytes_in_use += rounded;
+  PinBlock* raw = block.release();
+  return {raw->ptr_, raw};
+}
+
+void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
+  std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
+  std::vector<PinBlock*> base_frees;
+  if (block->pool_ == nullptr) {  // a captured default-pool block
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (block->users_.empty()) {
+        block->captured_.store(false);
+        base_frees.push_back(block);
+      } else {
+        block->free_deferred_ = true;
+      }
+    }
+    for (PinBlock* b : base_frees) {
+      Base::free(b);
+    }
+    return;
+  }
+  // A pool block: its eager uses must finish before anyone gets it again.
+  ska::flat_hash_set<Stream> streams;
+  {
+    std::lock_guard<std::mutex> guard(block->mutex_);
+    streams = std::move(block->streams_);
+    block->streams_.clear();
+  }
+  std::vector<Event> events;
+  if (runtime_up()) {
+    for (const Stream& stream : streams) {
+      events.push_back(record_on(stream));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  block->allocated_ = false;
+  block->pool_->bytes_in_use -= block->size_;
+  if (!events.empty()) {
+    block->events_pending_ = true;
+    pending_blocks_.emplace_back(block, std::move(events));
+    update_pending_locked();
+  } else {
+    settle_locked(block, released, base_frees);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Where a block goes: Note [Graph ownership of blocks], Note [Pool lifetime]
+
+void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
+                                             std::vector<c10::DataPtr>& released,
+                                             std::vector<PinBlock*>& base_frees) {
+  if (!block->users_.empty()) {
+    return;
+  }
+  GraphPool* pool = block->pool_;
+  if (pool == nullptr) {
+    block->captured_.store(false);
+    if (block->free_deferred_) {
+      block->free_deferred_ = false;
+      base_frees.push_back(block);
+    }
+    return;
+  }
+  if (block->allocated_ || block->events_pending_) {
+    return;
+  }
+  if (pool->released) {
+    give_back_locked(block, released);
+    maybe_delete_pool_locked(pool);
+  } else {
+    pool->free_blocks[size_index(block->size_)].push_back(block);
+  }
+}
+
+void PinPoolHostAllocatorImpl::give_back_locked(PinBlock* block,
+                                                std::vector<c10::DataPtr>& released) {
+  GraphPool* pool = block->pool_;
+  pool->blocks.erase(block);
+  pool->bytes_held -= block->size_;
+  released.push_back(take_raw(block->ptr_));
+  delete block;
+}
+
+void PinPoolHostAllocatorImpl::maybe_delete_pool_locked(GraphPool* pool) {
+  if (pool->released && pool->blocks.empty()) {
+    all_pools_.erase(std::remove(all_pools_.begin(), all_pools_.end(), pool), all_pools_.end());
+    delete pool;
+  }
+}
+
+void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
+                                                        std::vector<c10::DataPtr>& released) {
+  TORCH_INTERNAL_ASSERT(pool->graphs > 0, "memory pool released more often than used");
+  if (--pool->graphs > 0) {
+    return;
+  }
+  pool->released = true;
+  auto it = pools_.find(pool->id);
+  if (it != pools_.end() && it->second == pool) {
+    pools_.erase(it);
+  }
+  for (auto& list : pool->free_blocks) {
+    for (PinBlock* block : list) {
+      give_back_locked(block, released);
+    }
+    list.clear();
+  }
+  maybe_delete_pool_locked(pool);
+}
+
+// The graph's fence completed: no replay of it can run any more.
+void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
+                                                   std::vector<c10::DataPtr>& released,
+                                                   std::vector<PinBlock*>& base_frees) {
+  for (PinBlock* block : graph->blocks) {
+    auto& users = block->users_;
+    users.erase(std::remove(users.begin(), users.end(), graph), users.end());
+    settle_locked(block, released, base_frees);
+  }
+  dead_.erase(std::remove(dead_.begin(), dead_.end(), graph), dead_.end());
+  delete graph;
+}
+
+void PinPoolHostAllocatorImpl::update_pending_locked() {
+  pending_.store(static_cast<int>(dead_.size() + pending_blocks_.size()),
+                 std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------------------
+// Deferred work
+
+// Never silently skipped: a caller that finds another thread inside leaves process_again_
+// set, and that thread runs another pass before it leaves (so a graph that dies while another
+// thread processes - a GC finalizer, say - gets its fence at once).
+void PinPoolHostAllocatorImpl::process_pending(bool wait) {
+  process_again_.store(true);
+  for (;;) {
+    std::unique_lock<std::mutex> serial(process_mutex_, std::defer_lock);
+    if (wait) {
+      serial.lock();
+    } else if (!serial.try_lock()) {
+      return;  // the thread inside sees process_again_ after its pass
+    }
+    if (wait) {  // this caller's own pass, even if another thread consumed the request
+      process_again_.store(false);
+      process_pending_pass(/*wait=*/true);
+      wait = false;
+    }
+    while (process_again_.exchange(false)) {
+      process_pending_pass(/*wait=*/false);
+    }
+    serial.unlock();
+    if (!process_again_.load()) {
+      return;
+    }
+  }
+}
+
+void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
+  std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
+  std::vector<PinBlock*> base_frees;
+
+  // Pool blocks freed after eager use: their events are queried unlocked.
+  std::vector<std::pair<PinBlock*, std::vector<Event>>> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks.swap(pending_blocks_);
+  }
+  std::vector<PinBlock*> ready;
+  std::vector<std::pair<PinBlock*, std::vector<Event>>> not_ready;
+  for (auto& item : blocks) {
+    if (events_done(item.second)) {
+      ready.push_back(item.first);
+    } else {
+      not_ready.push_back(std::move(item));
+    }
+  }
+
+  // Dead graphs: fence their replay streams, then wait for the fence.
+  std::vector<std::pair<CapturedGraph*, ska::flat_hash_set<Stream>>> to_fence;
+  std::vector<CapturedGraph*> fenced;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (PinBlock* block : ready) {
+      block->events_pending_ = false;
+      settle_locked(block, released, base_frees);
+    }
+    for (auto& item : not_ready) {
+      pending_blocks_.push_back(std::move(item));
+    }
+    for (CapturedGraph* graph : dead_) {
+      if (!graph->fence_recorded) {
+        to_fence.emplace_back(graph, graph->replay_streams);
+      } else {
+        fenced.push_back(graph);
+      }
+    }
+  }
+  // Only this thread (process_mutex_) touches fences, so they are used unlocked here.
+  for (auto& [graph, streams] : to_fence) {
+    if (std::any_of(streams.begin(), streams.end(), in_capture)) {
+      continue;  // Note [Replay fences]: try again once that capture is over
+    }
+    if (runtime_up()) {
+      for (const Stream& stream : streams) {
+        graph->fence.push_back(record_on(stream));
+      }
+    }
+    graph->fence_recorded = true;
+    fenced.push_back(graph);
+  }
+  std::vector<CapturedGraph*> done;
+  for (CapturedGraph* graph : fenced) {
+    if (wait ? wait_events(graph->fence) : events_done(graph->fence)) {
+      done.push_back(graph);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (CapturedGraph* graph : done) {
+      finish_graph_locked(graph, released, base_frees);
+    }
+    update_pending_locked();
+  }
+  for (PinBlock* block : base_frees) {
+    Base::free(block);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Introspection
+
+std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<PoolInfo> out;
+  for (GraphPool* pool : all_pools_) {
+    ska::flat_hash_set<PinBlock*> adopted;  // default-pool blocks its graphs use
+    for (auto& [handle, graph] : graphs_) {
+      if (graph->pool == pool) {
+        for (PinBlock* block : graph->blocks) {
+          if (block->pool_ == nullptr) {
+            adopted.insert(block);
+          }
+        }
+      }
+    }
+    out.push_back({pool->id, pool->graphs - pool->capturing, pool->capturing > 0,
+                   pool->released, pool->blocks.size(), pool->bytes_held, pool->bytes_in_use,
+                   adopted.size()});
+  }
+  return out;
+}
+
+}  // namespace torch_npu_pinpool

@@ -1,0 +1,142 @@
+// The runtime calls of the allocator: capture status, and fence events (see npu_runtime.h).
+#include "npu_runtime.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
+#include <dlfcn.h>
+#include <torch_npu/csrc/core/npu/NPUFunctions.h>
+#include <torch_npu/csrc/core/npu/NPUGuard.h>
+#include <torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace torch_npu_pinpool {
+namespace {
+
+// wait_events() gives up after this long: a wedged runtime must not hang host_empty_cache().
+constexpr auto kFenceWaitLimit = std::chrono::seconds(5);
+
+// Per-device free lists of NPUEvents; leaked (events may be dropped during exit).
+struct EventFreeList {
+  std::mutex mutex;
+  std::vector<std::vector<c10_npu::NPUEvent*>> per_device;
+};
+EventFreeList& event_free_list() {
+  static auto* list = new EventFreeList();
+  return *list;
+}
+
+Event make_event(c10::DeviceIndex device) {
+  auto& list = event_free_list();
+  {
+    std::lock_guard<std::mutex> lock(list.mutex);
+    if (device >= 0 && static_cast<size_t>(device) < list.per_device.size() &&
+        !list.per_device[device].empty()) {
+      auto* event = list.per_device[device].back();
+      list.per_device[device].pop_back();
+      return Event(event);
+    }
+  }
+  return Event(new c10_npu::NPUEvent());
+}
+
+}  // namespace
+
+void EventRecycler::operator()(c10_npu::NPUEvent* event) const {
+  const auto device = event->device_index();
+  if (device < 0) {  // never recorded
+    delete event;
+    return;
+  }
+  auto& list = event_free_list();
+  std::lock_guard<std::mutex> lock(list.mutex);
+  if (list.per_device.size() <= static_cast<size_t>(device)) {
+    list.per_device.resize(device + 1);
+  }
+  list.per_device[device].push_back(event);
+}
+
+CaptureInfo capture_info(const Stream& stream) {
+  using GetInfoFn = int (*)(void*, int*, void**);
+  // libascendcl is loaded by torch_npu with local scope; look it up by handle.
+  static GetInfoFn get_info = []() -> GetInfoFn {
+    void* lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
+    void* sym = dlsym(lib != nullptr ? lib : RTLD_DEFAULT, "aclmdlRICaptureGetInfo");
+    return reinterpret_cast<GetInfoFn>(sym);
+  }();
+  if (get_info == nullptr) {
+    return {};
+  }
+  int status = 0;
+  void* model = nullptr;
+  // stream(false): the raw aclrtStream without draining torch_npu's task queue.
+  if (get_info(stream.stream(false), &status, &model) != 0) {
+    return {};
+  }
+  return {static_cast<CaptureStatus>(status), model};
+}
+
+bool in_capture(const Stream& stream) {
+  const CaptureStatus status = capture_info(stream).status;
+  return status == CaptureStatus::kActive || status == CaptureStatus::kInvalidated;
+}
+
+bool captures_into(const Stream& stream, void* model) {
+  const CaptureInfo info = capture_info(stream);
+  return model != nullptr && info.status == CaptureStatus::kActive && info.model == model;
+}
+
+bool runtime_up() { return c10_npu::NpuSysCtrl::GetInstance().GetInitFlag(); }
+
+Event record_on(const Stream& stream) {
+  Event event = make_event(stream.device_index());
+  event->record(stream);
+  return event;
+}
+
+bool event_done(Event& event) {
+  try {
+    const c10::DeviceIndex device = event->device_index();
+    if (device >= 0 && device != c10_npu::current_device()) {
+      c10_npu::NPUGuard guard(device);
+      return event->query();
+    }
+    return event->query();
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "torch_npu_pinpool: event query failed: " << e.what();
+    return true;
+  }
+}
+
+bool events_done(std::vector<Event>& events) {
+  while (!events.empty()) {
+    if (!event_done(events.back())) {
+      return false;
+    }
+    events.pop_back();
+  }
+  return true;
+}
+
+// Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue,
+// and query() is the answer that accounts for that.
+bool wait_events(std::vector<Event>& events) {
+  const auto deadline = std::chrono::steady_clock::now() + kFenceWaitLimit;
+  auto pause = std::chrono::microseconds(20);
+  while (!events_done(events)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      TORCH_WARN_ONCE("torch_npu_pinpool: a graph's replay fence did not complete within ",
+                      kFenceWaitLimit.count(),
+                      " s; its pinned memory is given back by a later call.");
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  return true;
+}
+
+}  // namespace torch_npu_pinpool

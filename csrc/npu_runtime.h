@@ -1,0 +1,65 @@
+// What the allocator asks of the NPU runtime, in one place: whether a stream is capturing (and
+// into which model), and the events that fence host memory (recycled per device, recorded and
+// queried with their own device current).
+#pragma once
+
+#include <torch_npu/csrc/core/npu/NPUEvent.h>
+#include <torch_npu/csrc/core/npu/NPUStream.h>
+
+#include <memory>
+#include <vector>
+
+namespace torch_npu_pinpool {
+
+using Stream = c10_npu::NPUStream;
+
+// aclmdlRICaptureStatus (acl_mdl.h). Spelled out: 2.9's header is C++ only, and the allocator
+// must not depend on which header revision the wheel ships.
+enum class CaptureStatus : int { kNone = 0, kActive = 1, kInvalidated = 2 };
+
+struct CaptureInfo {
+  CaptureStatus status{CaptureStatus::kNone};
+  void* model{nullptr};  // the aclmdlRI the stream captures into; null when kNone
+};
+
+// The capture status of a stream, read without draining torch_npu's task queue. kNone when the
+// runtime lacks aclmdlRICaptureGetInfo.
+CaptureInfo capture_info(const Stream& stream);
+
+// Note [Is this stream capturing]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Two questions, each answered here only:
+//   * in_capture(s): s is in a capture sequence, ACTIVE or INVALIDATED. Work enqueued on it is
+//     recorded into a model (or dropped), never run, so the allocator never records a fence or
+//     eager-use event there: it would "complete" without waiting for anything.
+//   * captures_into(s, model): s is ACTIVE and its model is `model`. This is the filter that
+//     routes a pinned allocation or a captured copy to one graph (torch_npu >= 2.11 builds the
+//     same filter for begin_allocate_to_pool).
+bool in_capture(const Stream& stream);
+bool captures_into(const Stream& stream, void* model);
+
+// An NPUEvent that goes back to a per-device free list when dropped. NPUEvent records go
+// through torch_npu's task queue, and NPUEvent::query() says "not ready" while the record
+// still sits in that queue: exactly the conservative answer a host allocator needs.
+struct EventRecycler {
+  void operator()(c10_npu::NPUEvent* event) const;
+};
+using Event = std::unique_ptr<c10_npu::NPUEvent, EventRecycler>;
+
+// Whether the runtime is still up (false while the process exits: nothing is in flight).
+bool runtime_up();
+
+// An event recorded on `stream` (NPUEvent::record makes the stream's device current).
+Event record_on(const Stream& stream);
+
+// Whether the event completed, asked with its device current. A runtime error counts as
+// completed (as in torch_npu's allocator), so a broken device cannot wedge the host allocator.
+bool event_done(Event& event);
+
+// Drops the completed events from the back; true when none is left.
+bool events_done(std::vector<Event>& events);
+
+// events_done, polling until `events` completed or the limit passed (then false).
+bool wait_events(std::vector<Event>& events);
+
+}  // namespace torch_npu_pinpool

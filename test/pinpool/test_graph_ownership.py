@@ -1,0 +1,104 @@
+"""Blocks belong to the graphs that use them (Note [Graph ownership of blocks]): a shared pool
+with live graphs does not grow, a tensor that outlives its graph is not recycled under the next
+graph that reads it, a replay queued on another device keeps its block, and an eager copy from a
+graph's block keeps it past the graph's end.
+
+Each scenario runs with the plugin on and off; with it off the native defect is asserted where
+native has one. Variants with a task delay need the simulator (it keeps work queued).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ._snippets import ON_OFF, env_for, native_pools
+
+SLOW = pytest.mark.simulator  # the task delay is the simulator's
+DELAYS = pytest.mark.parametrize(
+    "delay", [pytest.param(0, id="delay0"), pytest.param(2000, id="delay2000", marks=SLOW)]
+)
+ENDS = pytest.mark.parametrize("end", ["reset", "gc"])
+TWO_DEVICES = {"SIMCANN_DEVICE_COUNT": "2"}  # read by the simulated runtime only
+
+
+@ON_OFF
+@DELAYS
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param({"PINPOOL_END": "reset", "PINPOOL_KEPT": "1"}, id="reset-1kept"),
+        pytest.param({"PINPOOL_END": "gc", "PINPOOL_KEPT": "3"}, id="gc-3kept"),
+        pytest.param({"PINPOOL_END": "gc", "PINPOOL_SHARED": "1"}, id="gc-shared-block"),
+    ],
+)
+def test_shared_pool_with_live_graphs_does_not_grow(scenario, plugin, delay, shape):
+    """Six cycles of four graphs captured into one pool beside kept graphs, replayed and
+    dropped: bytes held after cycle 6 are those after cycle 1, every replay reads its own bytes,
+    and everything goes back once the kept graphs go too. Native >= 2.11 grows by the dropped
+    graphs' blocks every cycle; native <= 2.10 hands a block of one graph to the next."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), **shape)
+    o = scenario("shared_pool_cycles", env=env).result
+    if plugin:
+        assert o["wrong"] == []
+        assert o["held"][-1] <= o["held"][0], o["held"]
+        assert o["pool_blocks"][-1] == o["pool_blocks"][0]
+        assert o["pool_bytes_after"] == 0
+        if o["live"]:
+            assert o["live"][-1] <= o["live"][0], o["live"]
+    elif native_pools():
+        assert o["held"][-1] > o["held"][0], "native >= 2.11 keeps dead graphs' blocks"
+    else:
+        assert o["wrong"], "native <= 2.10 recycles a block a live graph reads"
+
+
+@ON_OFF
+@DELAYS
+@ENDS
+def test_tensor_outliving_its_graph_is_not_recycled(scenario, plugin, delay, end):
+    """A tensor pinned in g1's capture and kept past g1's end is read by g2's capture and then
+    dropped: g2's replay still reads the bytes the user wrote. Native 2.13 keeps it."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), PINPOOL_END=end)
+    o = scenario("tensor_outlives_graph", env=env).result
+    assert o["first"] == [1.0]
+    if plugin or native_pools():
+        assert o["second"] == [5.0]
+    else:
+        pytest.skip(
+            "native <= 2.10 recycles the block or not depending on when torch_npu's task queue "
+            f"runs the captured event record (this run read {o['second']}); its recycling is "
+            "asserted deterministically by test_shared_pool_with_live_graphs_does_not_grow"
+        )
+
+
+def _skip_without_two_devices(result: dict) -> None:
+    if "skip" in result:
+        pytest.skip(result["skip"])
+
+
+@ON_OFF
+@DELAYS
+@ENDS
+def test_replay_queued_on_another_device_keeps_its_block(scenario, plugin, delay, end):
+    """A graph captured on device 1, replayed with device 0 current and ended while the replay
+    is queued, with another thread pinning and emptying the cache: the replay reads the graph's
+    bytes (its fence is on device 1's stream), and the runtime saw no replay over memory given
+    back. Native 2.13 passes; native <= 2.10 recycles the block once the capture frees it."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), PINPOOL_END=end, **TWO_DEVICES)
+    o = scenario("replay_on_other_device", env=env).result
+    _skip_without_two_devices(o)
+    if plugin or native_pools():
+        assert o["replay"] == [7.0]
+        assert o.get("violations", 0) == 0
+
+
+@ON_OFF
+@DELAYS
+@ENDS
+def test_eager_copy_from_graph_block_outlives_the_graph(scenario, plugin, delay, end):
+    """An eager non_blocking copy from a graph's static input, the tensor dropped while the copy
+    is queued, then the graph ended with another thread pinning: the copy delivers the bytes the
+    user wrote (the block waits for the copy's event as a default-pool block would). Native
+    keeps it too (its blocks wait for their copies' events)."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), PINPOOL_END=end, **TWO_DEVICES)
+    o = scenario("eager_copy_from_graph_block", env=env).result
+    assert o["eager"] == [3.0]

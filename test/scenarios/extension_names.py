@@ -1,0 +1,7 @@
+"""The public names of the built extension torch_npu_pinpool._C (for the stub check)."""
+
+from scenario import report
+
+import torch_npu_pinpool._C as ext
+
+report(sorted(name for name in vars(ext) if not name.startswith("__")))

@@ -266,6 +266,7 @@ def fig_p3(cfg, sim):
     return {
         "cycles": cfg["p3_cycles"],
         "bytes_per_input": n,
+        "shared": _p3_shared_pool(cfg, sim),
         "baseline": base,
         "end": end,
         "growth_sim_live": growth("sim_live"),
@@ -276,6 +277,60 @@ def fig_p3(cfg, sim):
         "wrong_bytes_tmp": wrong_tmp,
         "cycles_with_wrong_bytes": bad_cycles,
         "seconds": dt,
+    }
+
+
+def _p3_shared_pool(cfg, sim):
+    """P3's shared-pool column: one pool for every graph (TorchAir use_custom_pool, vllm-ascend),
+    one graph kept alive, then K cycles of a graph captured into that pool with a pinned staging
+    temporary, replayed, checked and dropped (reset on even cycles, garbage collection on odd
+    ones). Growth = held bytes after cycle K minus after cycle 1."""
+    import torch
+
+    n = cfg["p3_bytes"]
+    pool = torch.npu.graph_pool_handle()
+    d_kept, d_tmp = torch.empty(n, dtype=U8, device="npu"), torch.empty(n, dtype=U8, device="npu")
+    kept = torch.npu.NPUGraph()
+    with torch.npu.graph(kept, pool=pool):
+        h_kept = torch.full((n,), 7, dtype=U8).pin_memory()
+        d_kept.copy_(h_kept, non_blocking=True)
+    after = {}
+    wrong = 0
+    for k in range(1, cfg["p3_cycles"] + 1):
+        v = k % 251 + 1
+        g = torch.npu.NPUGraph()
+        with torch.npu.graph(g, pool=pool):
+            h_tmp = torch.full((n,), v, dtype=U8).pin_memory()
+            d_tmp.copy_(h_tmp, non_blocking=True)
+            del h_tmp
+        clob = [torch.full((n,), 0xEE, dtype=U8).pin_memory() for _ in range(2)]
+        g.replay()
+        kept.replay()
+        torch.npu.synchronize()
+        wrong += _wrong(d_tmp, v) + _wrong(d_kept, 7)
+        del clob
+        if k % 2 == 0:
+            g.reset()
+        del g
+        if k in (1, cfg["p3_cycles"]):
+            after[k] = simrt.held_bytes(sim)
+    kept.reset()
+    del kept, h_kept
+    first, last = after[1], after[cfg["p3_cycles"]]
+
+    def growth(key):
+        a, b = first.get(key), last.get(key)
+        return None if a is None or b is None else b - a
+
+    cycles = max(cfg["p3_cycles"] - 1, 1)
+    live = growth("sim_live")
+    return {
+        "growth_sim_live": live,
+        "growth_stats_allocated_bytes": growth("stats_allocated_bytes"),
+        "growth_per_cycle_sim_live": None if live is None else live / cycles,
+        "after_cycle_1": first,
+        "after_cycle_k": last,
+        "wrong_bytes": wrong,
     }
 
 

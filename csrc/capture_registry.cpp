@@ -258,19 +258,9 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
 // queried the same way (event_done). A fence is never recorded on a stream that is capturing:
 // it would be captured, not run; the graph's blocks then wait until that capture is over.
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
-  c10::DeviceIndex device = -1;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    CapturedGraph* graph = graph_locked(handle);
-    if (graph == nullptr) {
-      return;
-    }
-    device = graph->device;
-  }
-  const Stream stream = c10_npu::getCurrentNPUStream(device);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);  // getCurrentNPUStream takes no lock of ours
   if (CapturedGraph* graph = graph_locked(handle)) {
-    graph->replay_streams.insert(stream);
+    graph->replay_streams.insert(c10_npu::getCurrentNPUStream(graph->device));
   }
 }
 

@@ -1,6 +1,7 @@
 // Python bindings: torch_npu_pinpool._C. Private API; the package wraps it.
 #include <torch/extension.h>
 
+#include "pageable_copy_guard.h"
 #include "pin_pool_allocator.h"
 
 namespace torch_npu_pinpool {
@@ -137,6 +138,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("aten_host_pools") = static_cast<bool>(PINPOOL_HAS_ATEN_HOST_POOLS);
   m.def("activate", &pp::activate);
   m.def("is_active", [] { return pp::active_allocator() != nullptr; });
+  m.def("install_pageable_copy_guard", &pp::install_pageable_copy_guard);
   m.def("registered_is_ours", [] {
     auto* ours = pp::active_allocator();
     return ours != nullptr && at::getHostAllocator(at::kPrivateUse1) == ours;

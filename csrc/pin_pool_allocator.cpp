@@ -120,12 +120,36 @@ void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
   if (C10_UNLIKELY(pending_.load(std::memory_order_relaxed) != 0)) {
     process_pending();
   }
+  // Issue #11 (stats contract): time the call like torch_npu's allocate_host_memory does
+  // around aclrtMallocHost, so host_alloc_time.count == num_host_alloc as natively. ATen's base
+  // never times anything: each subclass adds to stats_.host_alloc_time itself. Graph-pool blocks
+  // (allocate_in_pool) are neither timed nor in num_host_alloc: only their current bytes and
+  // blocks are folded in by stats().
+  const auto start = std::chrono::steady_clock::now();
   *ptr = allocate_raw(size, /*pool_block=*/nullptr);
+  add_host_time(stats_.host_alloc_time, start);
 }
 
 void PinPoolHostAllocatorImpl::free_block(PinBlock* block) {
-  c10::DataPtr data = take_raw(block->ptr_);
-  // `data` dies here, after backing_mutex_ was released.
+  // Issue #11 (stats contract): timed like torch_npu's free_block around aclrtFreeHost, so
+  // host_free_time.count == num_host_free. The bytes go back to native's cache here and to the
+  // system in native_->empty_cache() (see empty_cache()), so the sum is the time of this call.
+  const auto start = std::chrono::steady_clock::now();
+  {
+    c10::DataPtr data = take_raw(block->ptr_);
+    // `data` dies here, after backing_mutex_ was released.
+  }
+  add_host_time(stats_.host_free_time, start);
+}
+
+// Issue #11: adds the microseconds since `start` to one of ATen's timing stats, under the lock
+// ATen's getStats() / reset_*() read them with.
+void PinPoolHostAllocatorImpl::add_host_time(c10::CachingAllocator::DurationStat& stat,
+                                             std::chrono::steady_clock::time_point start) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  std::lock_guard<std::mutex> lock(stats_.timing_mutex_);
+  stat.increase(us.count());
 }
 
 void PinPoolHostAllocatorImpl::record_stream(std::optional<std::vector<Event>>& events,
@@ -844,6 +868,12 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     for (GraphPool* pool : drained_) add(pool);
   }
   auto fold = [](c10::CachingAllocator::Stat& stat, int64_t amount) {
+    // Issue #11 (stats contract): no graph-pool bytes, no change - not even to the peak: ATen
+    // never raises a peak on its own (ATen 2.10 - 2.12's miscount leaves current above the
+    // peak, see version_shim.h), so max(peak, current) would differ from native.
+    if (amount == 0) {
+      return;
+    }
     stat.current += amount;
     stat.peak = std::max(stat.peak, stat.current);
   };

@@ -30,6 +30,7 @@
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -127,6 +128,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<MempoolId> ended_since(uint64_t seq);
   std::vector<uint64_t> captures_since(uint64_t seq);
   uint64_t seq() const { return seq_.load(); }
+  // Issue #11: whether any capture is registered (the pageable copy guard's fast check).
+  bool capture_underway() const {
+    return captures_underway_.load(std::memory_order_relaxed) != 0;
+  }
   void release_pool(MempoolId pool_id);
   void note_replay(MempoolId pool_id);
   std::vector<PoolInfo> pool_info();
@@ -139,6 +144,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // ATen hooks.
   void allocate_host_memory(size_t size, void** ptr) override;
   void free_block(PinBlock* block) override;
+  // Issue #11: timing for host_alloc_time / host_free_time, as torch_npu's subclass does.
+  void add_host_time(c10::CachingAllocator::DurationStat& stat,
+                     std::chrono::steady_clock::time_point start);
   void record_stream(std::optional<std::vector<Event>>& events, Stream stream) override;
   bool query_event(Event& event) override;
 #if PINPOOL_HAS_ATEN_HOST_POOLS

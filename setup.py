@@ -102,6 +102,7 @@ def _extensions(info: dict):
             "csrc/graph_pools.cpp",
             "csrc/module.cpp",
             "csrc/npu_runtime.cpp",
+            "csrc/pageable_copy_guard.cpp",
             "csrc/pin_pool_allocator.cpp",
         ],
         include_dirs=include_dirs,

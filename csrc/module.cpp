@@ -2,6 +2,7 @@
 // are the ones of Note [Graph handles] (capture_registry.cpp), one each; _hooks.py calls them.
 #include <torch/extension.h>
 
+#include "pageable_copy_guard.h"
 #include "pin_pool_allocator.h"
 
 namespace torch_npu_pinpool {
@@ -45,6 +46,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("aten_host_pools") = static_cast<bool>(PINPOOL_HAS_ATEN_HOST_POOLS);
   m.def("activate", &pp::activate);
   m.def("is_active", [] { return pp::active_allocator() != nullptr; });
+  m.def("install_pageable_copy_guard", &pp::install_pageable_copy_guard);
   m.def("registered_is_ours", [] {
     auto* ours = pp::active_allocator();
     return ours != nullptr && at::getHostAllocator(at::kPrivateUse1) == ours;

@@ -9,6 +9,7 @@
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace torch_npu_pinpool {
@@ -69,12 +70,34 @@ void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
   if (C10_UNLIKELY(pending_.load(std::memory_order_relaxed) != 0)) {
     process_pending();
   }
+  // Timed like torch_npu's allocate_host_memory times aclrtMallocHost, so host_alloc_time.count
+  // == num_host_alloc as natively: ATen's base never times anything, each subclass does. Graph-
+  // pool blocks (allocate_in_pool) are neither timed nor in num_host_alloc; stats() folds in
+  // only their current bytes and blocks.
+  const auto start = std::chrono::steady_clock::now();
   *ptr = allocate_raw(size, /*pool_block=*/nullptr);
+  add_host_time(stats_.host_alloc_time, start);
 }
 
 void PinPoolHostAllocatorImpl::free_block(PinBlock* block) {
-  c10::DataPtr data = take_raw(block->ptr_);
-  // `data` dies here, after backing_mutex_ was released.
+  // Timed like torch_npu's free_block times aclrtFreeHost (host_free_time.count ==
+  // num_host_free). The bytes go back to native's cache here, to the system in empty_cache().
+  const auto start = std::chrono::steady_clock::now();
+  {
+    c10::DataPtr data = take_raw(block->ptr_);
+    // `data` dies here, after backing_mutex_ was released.
+  }
+  add_host_time(stats_.host_free_time, start);
+}
+
+// Adds the microseconds since `start` to one of ATen's timing stats, under the lock ATen's
+// getStats() / reset_*() read them with.
+void PinPoolHostAllocatorImpl::add_host_time(c10::CachingAllocator::DurationStat& stat,
+                                             std::chrono::steady_clock::time_point start) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - start);
+  std::lock_guard<std::mutex> lock(stats_.timing_mutex_);
+  stat.increase(us.count());
 }
 
 void PinPoolHostAllocatorImpl::record_stream(std::optional<std::vector<Event>>& events,
@@ -224,6 +247,12 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     }
   }
   auto fold = [](c10::CachingAllocator::Stat& stat, int64_t amount) {
+    // No graph-pool bytes, no change - not even to the peak: ATen never raises a peak on its
+    // own (2.10 - 2.12's miscount leaves current above the peak, see version_shim.h), so
+    // max(peak, current) would differ from native.
+    if (amount == 0) {
+      return;
+    }
     stat.current += amount;
     stat.peak = std::max(stat.peak, stat.current);
   };

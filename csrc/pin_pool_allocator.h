@@ -38,6 +38,7 @@
 #include <ATen/core/CachingHostAllocator.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -130,6 +131,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void empty_cache() override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
   at::HostStats stats();
+  // Whether any capture is registered (the pageable copy guard's fast check).
+  bool capture_underway() const {
+    return captures_underway_.load(std::memory_order_relaxed) != 0;
+  }
   at::HostAllocator* native() const { return native_; }
 
   // --- the capture registry (capture_registry.cpp); see Note [Graph handles]
@@ -155,6 +160,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // ATen hooks (pin_pool_allocator.cpp).
   void allocate_host_memory(size_t size, void** ptr) override;
   void free_block(PinBlock* block) override;
+  // Issue #11: timing for host_alloc_time / host_free_time, as torch_npu's subclass does.
+  void add_host_time(c10::CachingAllocator::DurationStat& stat,
+                     std::chrono::steady_clock::time_point start);
   void record_stream(std::optional<std::vector<Event>>& events, Stream stream) override;
   bool query_event(Event& event) override;
 #if PINPOOL_HAS_ATEN_HOST_POOLS

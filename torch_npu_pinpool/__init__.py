@@ -96,6 +96,11 @@ def activate() -> bool:
             from . import _hooks
 
             _hooks.install(ext)
+            # A clear error for pageable CPU <-> NPU copies during capture (issue #11):
+            # Note [Pageable copy guard] in csrc/pageable_copy_guard.cpp.
+            # TORCH_NPU_PINPOOL_COPY_GUARD=0 leaves torch_npu's copy_ kernel alone.
+            if os.environ.get("TORCH_NPU_PINPOOL_COPY_GUARD", "1").strip() != "0":
+                ext.install_pageable_copy_guard()
             log.info(
                 "torch_npu_pinpool %s active (%s mode): pinned memory is capture-aware",
                 __version__,

@@ -46,6 +46,11 @@ Config& config() {
     if (const char* soc = std::getenv("SIMCANN_SOC")) {
       if (*soc) cfg->soc = soc;
     }
+    if (const char* v = std::getenv("SIMCANN_CANN_VERSION")) cfg->cann_version = v;
+    // A driver new enough for what the CANN version offers, unless said otherwise (torch_npu
+    // asks for driver >= 25.5.0 / 26.0.RC1 before it registers pinned memory).
+    if (!cfg->cann_version.empty()) cfg->driver_version = "26.0.RC1";
+    if (const char* v = std::getenv("SIMCANN_DRIVER_VERSION")) cfg->driver_version = v;
     cfg->trace = env_flag("SIMCANN_TRACE");
     cfg->strict = env_flag("SIMCANN_STRICT");
     cfg->report_leaks = env_flag("SIMCANN_REPORT_LEAKS");

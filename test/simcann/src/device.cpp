@@ -272,3 +272,60 @@ ACL_FUNC_VISIBILITY aclError aclGetCannAttribute(aclCannAttr, int32_t* value) {
 }
 
 }  // extern "C"
+
+// ---- CANN version ----
+// Source: hicann/runtime docs/zh/api_ref/24_other_APIs.md: aclsysGetCANNVersion(name, version)
+// fills aclCANNPackageVersion for one package (version string, and its major / minor / release /
+// patch parts); aclsysGetVersionStr(pkgName, versionStr) writes the version string of a package
+// named by string (ACL_PKG_VERSION_MAX_SIZE bytes). torch_npu reads CANN / RUNTIME / DRIVER
+// through them (GetCANNInfo.cpp) and, e.g., turns PYTORCH_NPU_ALLOC_CONF=pinned_mem_register off
+// below RUNTIME 8.5.0 (AclrtMallocHostWithCfgExist). The simulator reports SIMCANN_CANN_VERSION
+// for every package but the driver (SIMCANN_DRIVER_VERSION); unset: empty strings, success -
+// what torch_npu saw from the earlier stub, so its version-gated features stay off.
+namespace simcann {
+namespace {
+
+void copy_str(char* dst, size_t cap, const std::string& src) {
+  std::snprintf(dst, cap, "%s", src.c_str());
+}
+
+const std::string& version_of(bool driver) {
+  return driver ? config().driver_version : config().cann_version;
+}
+
+}  // namespace
+}  // namespace simcann
+
+extern "C" {
+
+ACL_FUNC_VISIBILITY aclError aclsysGetCANNVersion(aclCANNPackageName name,
+                                                  aclCANNPackageVersion* version) {
+  SIMCANN_API();
+  if (version == nullptr) return ACL_ERROR_INVALID_PARAM;
+  std::memset(version, 0, sizeof(*version));
+  const std::string& v = simcann::version_of(name == ACL_PKG_NAME_DRIVER);
+  simcann::copy_str(version->version, sizeof(version->version), v);
+  // The parts: split at '.'; "8.5.0" -> 8 / 5 / 0, "26.0.RC1" -> 26 / 0 / RC1.
+  char* parts[] = {version->majorVersion, version->minorVersion, version->releaseVersion,
+                   version->patchVersion};
+  size_t start = 0;
+  for (size_t i = 0; i < 4 && start <= v.size(); ++i) {
+    size_t end = v.find('.', start);
+    if (end == std::string::npos) end = v.size();
+    simcann::copy_str(parts[i], ACL_PKG_VERSION_PARTS_MAX_SIZE, v.substr(start, end - start));
+    start = end + 1;
+  }
+  return ACL_SUCCESS;
+}
+
+// Declared here too: older acl_rt.h (torch_npu <= 2.10) lacks it.
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char* pkgName, char* versionStr);
+ACL_FUNC_VISIBILITY aclError aclsysGetVersionStr(char* pkgName, char* versionStr) {
+  SIMCANN_API();
+  if (pkgName == nullptr || versionStr == nullptr) return ACL_ERROR_INVALID_PARAM;
+  const bool driver = std::strcmp(pkgName, "driver") == 0 || std::strcmp(pkgName, "DRIVER") == 0;
+  simcann::copy_str(versionStr, ACL_PKG_VERSION_MAX_SIZE, simcann::version_of(driver));
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -84,7 +84,9 @@ bool remove(void* p, MemKind kind, bool release) {
 }
 
 constexpr size_t kDeviceAlign = 512;
-constexpr size_t kHostAlign = 64;
+// Pinned host memory comes in whole pages (the driver pins pages), and torch_npu registers what
+// aclrtMallocHostWithCfg returned, which aclrtHostRegister* require to be 4 KiB aligned.
+constexpr size_t kHostAlign = 4096;
 
 uint64_t device_total_bytes() {
   // Ascend910B2 / 910_93xx: 64 GiB HBM per device (die).
@@ -299,18 +301,62 @@ ACL_FUNC_VISIBILITY aclError aclrtFreeHostWithDevSync(void* hostPtr) {
   return aclrtFreeHost(hostPtr);
 }
 
+// Host registration. Sources: hicann/runtime docs/api_docs/aclrtHostRegister.md and
+// aclrtHostRegisterV2.md ("Host内存地址需4K页对齐": ptr must be 4 KiB page aligned; memory from
+// aclrtMallocHost may be registered, and on kernels > 5.10 malloc'ed pageable memory too),
+// aclrtHostUnregister.md (pairs with aclrtHostRegister); the error codes are the runtime's
+// (include/acl/error_codes/rt_error_codes.h): ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED 507910
+// ("host memory range already registered"), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED 507911 ("host
+// memory has not been registered"). What the docs leave open, modelled strictly and said here:
+//   * a range overlapping a registration (or device memory, or straddling a pinned allocation)
+//     is refused: 507910 for a registration, 100000 otherwise;
+//   * aclrtHostUnregister does not wait for queued tasks (like aclrtFreeHost, 11-02 doc). A
+//     queued or captured copy of malloc'ed memory that was unregistered meanwhile finds its
+//     allocation gone at run time: a violation (Note [Range checks]), as after a free. Pinned
+//     memory stays pinned when unregistered, so its copies are unaffected;
+//   * aclrtFreeHost of registered pinned memory frees it (the registration goes with it).
+namespace {
+constexpr aclError kAlreadyRegistered = 507910;  // ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+constexpr aclError kNotRegistered = 507911;      // ACL_ERROR_HOST_MEMORY_NOT_REGISTERED
+constexpr uintptr_t kHostPage = 4096;
+}  // namespace
+
 ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void* ptr, uint64_t size, aclrtHostRegisterType,
                                                void** devPtr) {
   SIMCANN_API();
   if (ptr == nullptr || size == 0) return ACL_ERROR_INVALID_PARAM;
-  Registry& reg = registry();
-  std::lock_guard<std::mutex> lock(reg.mu);
-  if (find_locked(reg, reinterpret_cast<uintptr_t>(ptr), 1, nullptr)) {
-    set_error("simcann: aclrtHostRegister(%p): already registered or allocated", ptr);
+  const auto base = reinterpret_cast<uintptr_t>(ptr);
+  if (base % kHostPage != 0) {
+    set_error("simcann: aclrtHostRegister(%p): the address must be 4 KiB page aligned", ptr);
     return ACL_ERROR_INVALID_PARAM;
   }
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  // Overlap with any allocation or registration: the first one at or before the range end.
+  auto it = reg.live.lower_bound(base + size);
+  if (it != reg.live.begin()) {
+    --it;
+    Allocation& a = it->second;
+    if (a.base + a.size > base) {
+      const bool inside = base >= a.base && base + size <= a.base + a.size;
+      if (a.kind == MemKind::kRegistered || (a.kind == MemKind::kPinned && a.registered)) {
+        set_error("simcann: aclrtHostRegister(%p, %llu): range already registered", ptr,
+                  static_cast<unsigned long long>(size));
+        return kAlreadyRegistered;
+      }
+      if (a.kind == MemKind::kPinned && inside && base == a.base) {
+        a.registered = true;  // pinned memory mapped for the device; still one allocation
+        if (devPtr) *devPtr = ptr;
+        return ACL_SUCCESS;
+      }
+      set_error("simcann: aclrtHostRegister(%p, %llu): overlaps %s memory it does not match",
+                ptr, static_cast<unsigned long long>(size),
+                a.kind == MemKind::kDevice ? "device" : "pinned");
+      return ACL_ERROR_INVALID_PARAM;
+    }
+  }
   Allocation a;
-  a.base = reinterpret_cast<uintptr_t>(ptr);
+  a.base = base;
   a.size = size;
   a.kind = MemKind::kRegistered;
   a.id = reg.next_id++;
@@ -320,6 +366,8 @@ ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void* ptr, uint64_t size, aclrtHo
   return ACL_SUCCESS;
 }
 
+// aclrtHostRegisterV2.md: flag ACL_HOST_REG_MAPPED (0x2) and / or ACL_HOST_REG_PINNED
+// (0x10000000); same address rules as aclrtHostRegister.
 ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void* ptr, uint64_t size, uint32_t) {
   SIMCANN_API();
   void* dev = nullptr;
@@ -328,9 +376,19 @@ ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void* ptr, uint64_t size, uint3
 
 ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void* ptr) {
   SIMCANN_API();
+  if (ptr == nullptr) return ACL_ERROR_INVALID_PARAM;
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    auto it = reg.live.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it != reg.live.end() && it->second.kind == MemKind::kPinned && it->second.registered) {
+      it->second.registered = false;
+      return ACL_SUCCESS;
+    }
+  }
   if (!remove(ptr, MemKind::kRegistered, false)) {
     set_error("simcann: aclrtHostUnregister(%p): not registered", ptr);
-    return ACL_ERROR_INVALID_PARAM;
+    return kNotRegistered;
   }
   return ACL_SUCCESS;
 }

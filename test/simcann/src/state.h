@@ -32,6 +32,10 @@ namespace simcann {
 struct Config {
   int device_count = 1;
   std::string soc = "Ascend910B2";
+  // SIMCANN_CANN_VERSION / SIMCANN_DRIVER_VERSION: what aclsysGetCANNVersion reports (see
+  // device.cpp); empty = no version (what the stub answered before).
+  std::string cann_version;
+  std::string driver_version;
   bool trace = false;
   bool strict = false;
   bool report_leaks = false;
@@ -62,6 +66,9 @@ struct Allocation {
   MemKind kind = MemKind::kDevice;
   uint64_t id = 0;  // unique over the process lifetime, never reused
   int device = 0;
+  // kPinned only: also registered (aclrtHostRegister* over aclrtMallocHost memory, as torch_npu
+  // does with pinned_mem_register). See aclrtHostRegister in memory.cpp.
+  bool registered = false;
 };
 
 // A MemRange resolved against the registry when the task was enqueued (or captured).

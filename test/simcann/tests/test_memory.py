@@ -53,17 +53,18 @@ def kind(p):
     return a.location.type
 HOST, DEVICE, UNREG = 0, 1, 2
 h, d = malloc_host(4096), malloc_dev(4096)
-buf = ctypes.create_string_buffer(8192)
+raw = ctypes.create_string_buffer(8192 + 4096)
+page = (ctypes.addressof(raw) + 4095) // 4096 * 4096  # registration needs a 4 KiB aligned address
 out = {
     "host": kind(h.value), "host_interior": kind(h.value + 4000), "device": kind(d.value),
-    "device_interior": kind(d.value + 17), "pageable": kind(ctypes.addressof(buf)),
+    "device_interior": kind(d.value + 17), "pageable": kind(page),
 }
 host0, dev0 = simcann_host_bytes_live(), simcann_device_bytes_live()
 devp = vp()
-assert SIM.aclrtHostRegister(vp(ctypes.addressof(buf)), ctypes.c_uint64(8192), 0, byref(devp)) == 0
-out["registered"] = kind(ctypes.addressof(buf) + 100)
-assert SIM.aclrtHostUnregister(vp(ctypes.addressof(buf))) == 0
-out["unregistered"] = kind(ctypes.addressof(buf))
+assert SIM.aclrtHostRegister(vp(page), ctypes.c_uint64(8192), 0, byref(devp)) == 0
+out["registered"] = kind(page + 100)
+assert SIM.aclrtHostUnregister(vp(page)) == 0
+out["unregistered"] = kind(page)
 assert aclrtFreeHost(h) == 0 and aclrtFree(d) == 0
 out["freed_host"] = kind(h.value)
 out["bytes"] = [host0, dev0, simcann_host_bytes_live(), simcann_device_bytes_live()]

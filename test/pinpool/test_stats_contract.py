@@ -1,0 +1,47 @@
+"""host_memory_stats() with the plugin agrees with torch_npu's own allocator on every key, for the
+same sequence of calls (test/scenarios/stats_contract.py), including after the reset_* calls.
+
+Allowed differences, each for a reason:
+  * the timing *sums* (host_alloc_time / host_free_time .total, .max, .min, .avg): wall-clock
+    microseconds, different from run to run even for one allocator. Their .count is compared.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Wall-clock figures: not reproducible between two runs of the same allocator.
+TIMING_SUMS = tuple(
+    f"{stat}.{part}"
+    for stat in ("host_alloc_time", "host_free_time")
+    for part in ("total", "max", "min", "avg")
+)
+
+
+def _differences(on: dict, off: dict) -> list[str]:
+    out = []
+    for step in off:
+        keys = set(on[step]) | set(off[step])
+        for key in sorted(keys):
+            if key in TIMING_SUMS:
+                continue
+            if on[step].get(key) != off[step].get(key):
+                out.append(
+                    f"{step}: {key}: plugin {on[step].get(key)} != native {off[step].get(key)}"
+                )
+    return out
+
+
+@pytest.mark.parametrize("delay_us", ["0", "2000"])
+def test_host_memory_stats_match_native(scenario, delay_us):
+    """Every key of every snapshot is the same with the plugin on and off (timing sums
+    excepted), with copies completing at once and with copies still queued at the free."""
+    on = scenario("stats_contract", env={"STATS_DELAY_US": delay_us}).result
+    off = scenario(
+        "stats_contract", env={"STATS_DELAY_US": delay_us, "TORCH_NPU_PINPOOL": "0"}
+    ).result
+    assert list(on) == list(off)
+    # The sequence really allocates and frees (the comparison is not over empty dicts).
+    assert off["emptied"]["num_host_alloc"] >= 2 and off["emptied"]["num_host_free"] >= 2
+    assert off["emptied"]["host_alloc_time.count"] >= 2
+    assert _differences(on, off) == []

@@ -1,0 +1,56 @@
+"""Scenario: a copy between a pageable (not pinned) CPU tensor and the NPU inside graph capture.
+
+Env: COPY_HOW is one of copy_h2d (dev.copy_(host)), copy_d2h (host.copy_(dev)), to_npu
+(host.to("npu")), to_cpu (dev.to("cpu")); COPY_BLOCKING=1 for a blocking copy (default
+non_blocking). Reports the error raised (or None), whether leaving the capture worked, whether
+the graph resets, the plugin's capture registrations afterwards, and whether eager NPU work and a
+pinned capture + replay still work after it.
+"""
+
+import os
+
+from scenario import PLUGIN, N, pinned, report, side_stream, torch, values
+
+import torch_npu_pinpool
+
+how = os.environ.get("COPY_HOW", "copy_h2d")
+non_blocking = os.environ.get("COPY_BLOCKING", "0") != "1"
+out: dict = {"error": None}
+
+side_stream()
+dev = torch.zeros(N, device="npu")
+host = torch.ones(N)  # pageable
+g = torch.npu.NPUGraph()
+try:
+    with torch.npu.graph(g):
+        if how == "copy_h2d":
+            dev.copy_(host, non_blocking=non_blocking)
+        elif how == "copy_d2h":
+            host.copy_(dev, non_blocking=non_blocking)
+        elif how == "to_npu":
+            y = host.to("npu", non_blocking=non_blocking)
+        elif how == "to_cpu":
+            y = dev.to("cpu", non_blocking=non_blocking)
+        else:
+            raise ValueError(how)
+except RuntimeError as e:
+    out["error"] = str(e)
+try:
+    g.reset()
+    out["reset"] = True
+except RuntimeError as e:
+    out["reset"] = str(e)
+del g
+out["capturing"] = [p["capturing"] for p in torch_npu_pinpool.pool_stats()] if PLUGIN else []
+
+# The process goes on: eager NPU work, and a correct capture (pinned source) that replays.
+dev.add_(2.0)
+out["eager"] = values(dev)
+src = pinned(5.0)
+g2 = torch.npu.NPUGraph()
+with torch.npu.graph(g2):
+    dev.copy_(src, non_blocking=True)
+g2.replay()
+torch.npu.synchronize()
+out["replayed"] = values(dev)
+report(out)

@@ -15,7 +15,10 @@
 #
 # Per pair: `source ci/sim-env.sh PAIR` (creates / reuses the env), the plugin installed into it
 # (ci/lib/install-plugin.sh, from a per-env copy of the checkout), then
-# `python -m pytest test/`. `ruff check` runs first (once). Exits non-zero if the lint or any
+# `python -m pytest test/`; for the required pairs also the "as a real NPU" leg, with the same
+# plugin: `PINPOOL_TEST_AS_NPU=1 python -m pytest test/pinpool test/stress -m "not simulator"`
+# with SIMCANN_LIB_DIR unset (the simulator's control API hidden), which must pass and must run
+# the tests ci/lib/as_npu_selection.py requires. `ruff check` runs first (once). Exits non-zero if the lint or any
 # pair that ran is red; a pair where pytest collected no tests (exit 5) is red.
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
@@ -60,12 +63,15 @@ if (
     # shellcheck source=ci/sim-env.sh
     source ci/sim-env.sh "$lint_pair" || exit 3
     echo "+ ruff check ${lint_targets[*]}   ($(ruff --version))"
-    ruff check "${lint_targets[@]}"
+    ruff check "${lint_targets[@]}" || exit 1
+    # No test in test/pinpool or test/stress reads simulator state without the marker.
+    echo "+ python ci/lib/check_sim_markers.py"
+    python ci/lib/check_sim_markers.py
 ); then
-    summary+=("$(printf '%-8s %-6s %5ss  %s' lint PASS $((SECONDS - t0)) "ruff check ${lint_targets[*]}")")
+    summary+=("$(printf '%-8s %-6s %5ss  %s' lint PASS $((SECONDS - t0)) "ruff check ${lint_targets[*]}; simulator markers")")
 else
     rc=$?
-    what="ruff check ${lint_targets[*]} found problems (see above; 'ruff check --fix' fixes some)"
+    what="ruff check ${lint_targets[*]} or ci/lib/check_sim_markers.py found problems (see above)"
     [[ $rc == 3 ]] && what="env $lint_pair could not be set up, so ruff did not run"
     summary+=("$(printf '%-8s %-6s %5ss  %s' lint FAIL $((SECONDS - t0)) "$what")")
     red=1
@@ -133,13 +139,33 @@ run_pair() {
             [[ $rc == 5 ]] && rc=0  # extra arguments (-k ...) deselected all of them
         fi
         t_test=$((SECONDS - t))
+        as_npu=""
+        if [[ " $PINPOOL_CI_PAIRS " == *" $pair "* && "$PAIR_REFUSED" != 1 && -f setup.py ]]; then
+            # The "as a real NPU" leg: the simulator stays the runtime underneath (through
+            # LD_LIBRARY_PATH) but its control API is hidden (no SIMCANN_LIB_DIR), so the session
+            # takes the path an Ascend runner takes. Same env, same installed plugin: no rebuild.
+            banner "pair $pair as a real NPU (PINPOOL_TEST_AS_NPU=1, SIMCANN_LIB_DIR unset)"
+            t=$SECONDS
+            junit="$ROOT/$pair.as-npu.xml"
+            echo "+ PINPOOL_TEST_AS_NPU=1 python -m pytest test/pinpool test/stress -m 'not simulator' ${xdist[*]}"
+            env -u SIMCANN_LIB_DIR PINPOOL_TEST_AS_NPU=1 python -m pytest test/pinpool test/stress \
+                -m "not simulator" "${xdist[@]}" --junitxml="$junit"
+            npu_rc=$?
+            as_npu="$(python ci/lib/as_npu_selection.py "$junit")" || npu_rc=1
+            echo "$as_npu"
+            as_npu="; as-NPU: $as_npu ($((SECONDS - t))s)"
+            if [[ $npu_rc != 0 ]]; then
+                echo "FAILED: the as-a-real-NPU leg of pair $pair (pytest exit $npu_rc)" >&2
+                [[ $rc == 0 ]] && rc=1
+            fi
+        fi
         case $rc in
-            0) echo "PASS env ${t_env}s, build ${t_build}s, tests ${t_test}s" >"$status_file" ;;
+            0) echo "PASS env ${t_env}s, build ${t_build}s, tests ${t_test}s$as_npu" >"$status_file" ;;
             5)
                 echo "FAILED: pytest collected no tests for pair $pair (exit 5)" >&2
                 echo "no tests collected (pytest exit 5)" >"$status_file"
                 ;;
-            *) echo "pytest exit $rc (env ${t_env}s, build ${t_build}s, tests ${t_test}s)" >"$status_file" ;;
+            *) echo "pytest exit $rc (env ${t_env}s, build ${t_build}s, tests ${t_test}s$as_npu)" >"$status_file" ;;
         esac
         exit $rc
     )

@@ -138,14 +138,30 @@ def scenario() -> Callable[..., Isolated]:
 # --- markers and report header (owned by ci/; keep this section small) ------------------------
 # `npu` tests need a real Ascend NPU; `simulator` tests only hold on the simulated CANN runtime
 # (ci/sim-env.sh sets SIMCANN_LIB_DIR). A real NPU shows up as /dev/davinci0.
+# PINPOOL_TEST_AS_NPU=1 (with SIMCANN_LIB_DIR unset; the simulator may still be the runtime
+# underneath through LD_LIBRARY_PATH) makes the session treat the runtime as a real NPU: the
+# path an Ascend runner takes, minus /dev/davinci0 (ci/test.sh's "as-npu" leg).
 
 
 def _on_simulator() -> bool:
     return bool(os.environ.get("SIMCANN_LIB_DIR"))
 
 
+def _as_npu() -> bool:
+    return os.environ.get("PINPOOL_TEST_AS_NPU", "0") not in ("", "0")
+
+
 def _real_npu() -> bool:
-    return not _on_simulator() and os.path.exists("/dev/davinci0")
+    return not _on_simulator() and (_as_npu() or os.path.exists("/dev/davinci0"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _as_npu() and _on_simulator():
+        raise pytest.UsageError(
+            "PINPOOL_TEST_AS_NPU=1 treats the runtime as a real NPU, but SIMCANN_LIB_DIR is set "
+            "(the simulator's control API would be visible): run with SIMCANN_LIB_DIR unset, "
+            "e.g. 'env -u SIMCANN_LIB_DIR PINPOOL_TEST_AS_NPU=1 python -m pytest ...'"
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -157,11 +173,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    runtime = (
-        f"simulated CANN ({os.environ['SIMCANN_LIB_DIR']})"
-        if _on_simulator()
-        else ("real NPU" if _real_npu() else "no NPU, no simulator")
-    )
+    if _on_simulator():
+        runtime = f"simulated CANN ({os.environ['SIMCANN_LIB_DIR']})"
+    elif _as_npu():
+        runtime = "treated as a real NPU (PINPOOL_TEST_AS_NPU=1, no simulator API)"
+    else:
+        runtime = "real NPU" if _real_npu() else "no NPU, no simulator"
     return [
         f"pinpool pair: {os.environ.get('PINPOOL_PAIR', '(not set)')}: torch {version('torch')},"
         f" torch_npu {version('torch_npu')}; runtime: {runtime}"

@@ -1,0 +1,36 @@
+"""Helpers the failure-path scenarios share (not a scenario): a clean capture still works after
+a failure, and the message of a call's exception."""
+
+import gc
+from typing import Callable, Optional
+
+import torch
+from scenario import N, pinned, values
+
+import torch_npu_pinpool
+
+
+def clean_capture_works(value: float) -> bool:
+    """A capture + replay after a failure reads its bytes, and its pool goes with the graph."""
+    dev = torch.zeros(N, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        x = pinned(value)
+        dev.copy_(x, non_blocking=True)
+        del x
+    others = [pinned(-1.0) for _ in range(4)]  # noqa: F841
+    g.replay()
+    torch.npu.synchronize()
+    ok = values(dev) == [float(value)]
+    del g
+    gc.collect()
+    torch.npu.synchronize()  # the pool's retirement waits for its replays
+    return ok and torch_npu_pinpool.pool_stats() == []
+
+
+def error_of(fn: Callable[[], object]) -> Optional[str]:
+    try:
+        fn()
+    except Exception as e:
+        return str(e)
+    return None

@@ -38,3 +38,8 @@ def simulator_api() -> bool:
     """Whether the simulated runtime's control API is visible to this session (not on a real NPU,
     nor in the "as a real NPU" leg). Only for an extra, simulator-only assertion."""
     return bool(os.environ.get("SIMCANN_LIB_DIR"))
+
+
+# The simulated runtime's device count: configuration, not state (a real NPU host has the
+# devices it has, and ignores the variable), so tests may pass it without the simulator marker.
+TWO_DEVICES = {"SIMCANN_DEVICE_COUNT": "2"}

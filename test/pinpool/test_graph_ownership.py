@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from ._snippets import ON_OFF, env_for, native_pools
+from ._snippets import ON_OFF, TWO_DEVICES, env_for, native_pools
 
 SLOW = pytest.mark.simulator  # the task delay is the simulator's
 DELAYS = pytest.mark.parametrize(
     "delay", [pytest.param(0, id="delay0"), pytest.param(2000, id="delay2000", marks=SLOW)]
 )
 ENDS = pytest.mark.parametrize("end", ["reset", "gc"])
-TWO_DEVICES = {"SIMCANN_DEVICE_COUNT": "2"}  # read by the simulated runtime only
 
 
 @ON_OFF

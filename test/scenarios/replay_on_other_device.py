@@ -17,7 +17,7 @@ if torch.npu.device_count() < 2:
     report({"skip": f"needs 2 devices, found {torch.npu.device_count()}"})
     raise SystemExit(0)
 END = os.environ.get("PINPOOL_END", "reset")
-if env_int("PINPOOL_DELAY_US", 0):
+if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
 
 torch.npu.set_device(1)

@@ -13,7 +13,7 @@ import torch
 from scenario import end_graphs, env_int, pinned, report, side_stream, values
 
 END = os.environ.get("PINPOOL_END", "reset")
-if env_int("PINPOOL_DELAY_US", 0):
+if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
 side_stream()
 

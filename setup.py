@@ -97,7 +97,7 @@ def _extensions(info: dict):
     lib_dir = os.path.join(root, "lib")
     ext = CppExtension(
         name="torch_npu_pinpool._C",
-        sources=["csrc/module.cpp", "csrc/pin_pool_allocator.cpp"],
+        sources=["csrc/module.cpp", "csrc/pin_pool_allocator.cpp", "csrc/large_blocks.cpp"],
         include_dirs=include_dirs,
         library_dirs=[lib_dir],
         libraries=["torch_npu"],

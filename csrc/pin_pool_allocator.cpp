@@ -1,5 +1,7 @@
 #include "pin_pool_allocator.h"
 
+#include "large_blocks.h"  // issue #14
+
 #include <Python.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
@@ -95,6 +97,45 @@ std::pair<int, void*> capture_info(const Stream& stream) {
 // through the registry). Dropping the DataPtr hands the bytes back to native's cache;
 // empty_cache() ends with native_->empty_cache() so host_empty_cache() reaches the system.
 // DataPtrs are always destroyed outside our locks.
+
+PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
+    : native_(native),
+      large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
+      large_(new LargeBlocks()) {}
+
+// ---------------------------------------------------------------------------------------
+// Issue #14 hooks: the default pool for requests >= large_threshold_ (Note [Large blocks]).
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_default(size_t size) {
+  return size >= large_threshold_ ? allocate_large(size) : Base::allocate(size);
+}
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_large(size_t size) {
+  const size_t rounded = round_large(size);
+  if (PinBlock* block = large_->take(rounded)) {
+    return {block->ptr_, block};
+  }
+  // No cached block fits: give back the idle ones first (they are rarely reused at another
+  // size, and together they can be tens of GiB), then pin the new one.
+  std::vector<c10::DataPtr> released;
+  for (PinBlock* idle : large_->take_idle()) {
+    released.push_back(take_raw(idle->ptr_));
+    delete idle;
+  }
+  released.clear();
+  // Registered like a default-pool block (no pool block): find_block gets it from the ctx.
+  void* ptr = allocate_raw(rounded, /*pool_block=*/nullptr);
+  PinBlock* block = large_->add(rounded, ptr);
+  return {block->ptr_, block};
+}
+
+void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
+  if (block->large_) {
+    large_->put(block);
+  } else {
+    Base::free(block);
+  }
+}
 
 void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* pool_block) {
   c10::DataPtr data = native_->allocate(size);
@@ -208,7 +249,7 @@ bool PinPoolHostAllocatorImpl::events_done(std::vector<Event>& events) {
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
   if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
-    return Base::allocate(size);
+    return allocate_default(size);  // issue #14 hook (was Base::allocate)
   }
   return allocate_during_capture(size);
 }
@@ -225,7 +266,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
   }
   // Other streams and threads keep using the default pool while a capture runs.
   if (pool == nullptr) {
-    return Base::allocate(size);
+    return allocate_default(size);  // issue #14 hook (was Base::allocate)
   }
   if (pending_.load(std::memory_order_relaxed) != 0) {
     process_pending();
@@ -235,13 +276,18 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& pool,
                                                                     size_t size) {
-  const size_t rounded = c10::llvm::PowerOf2Ceil(size);
+  // Issue #14 hook: large requests are page-rounded, so a bucket can hold blocks of differing
+  // sizes: take only one that holds the request (PyTorch PR 192722).
+  const size_t rounded =
+      size >= large_threshold_ ? round_large(size) : c10::llvm::PowerOf2Ceil(size);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& free_list = pool.free_blocks[size_index(rounded)];
-    if (!free_list.empty()) {
-      PinBlock* block = free_list.back();
-      free_list.pop_back();
+    auto fits = std::find_if(free_list.begin(), free_list.end(),
+                             [&](const PinBlock* b) { return b->size_ >= rounded; });
+    if (fits != free_list.end()) {
+      PinBlock* block = *fits;
+      free_list.erase(fits);
       block->allocated_ = true;
       pool.bytes_in_use += block->size_;
       return {block->ptr_, block};
@@ -266,7 +312,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
   auto* block = static_cast<PinBlock*>(ctx);
   if (C10_LIKELY(block->pool_ == nullptr &&
                  block->adopted_by_.load(std::memory_order_relaxed) == nullptr)) {
-    Base::free(ctx);
+    free_default(block);  // issue #14 hook (was Base::free)
     return;
   }
   free_slow(block);
@@ -285,7 +331,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       }
     }
     if (to_base) {
-      Base::free(block);
+      free_default(block);  // issue #14 hook (was Base::free)
     }
     return;
   }
@@ -764,7 +810,7 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     update_pending_locked();
   }
   for (PinBlock* block : base_frees) {
-    Base::free(block);
+    free_default(block);  // issue #14 hook (was Base::free)
   }
 }
 
@@ -791,6 +837,10 @@ void PinPoolHostAllocatorImpl::empty_cache() {
         list.clear();
       }
     }
+  }
+  for (PinBlock* block : large_->take_idle()) {  // issue #14 hook
+    released.push_back(take_raw(block->ptr_));
+    delete block;
   }
   released.clear();
   native_->empty_cache();
@@ -842,6 +892,13 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
     for (GraphPool* pool : anonymous_pools_) add(pool);
     for (GraphPool* pool : retiring_) add(pool);
     for (GraphPool* pool : drained_) add(pool);
+  }
+  {  // issue #14 hook: large default-pool blocks
+    const LargeBlocks::Stats large = large_->stats();
+    blocks += large.blocks;
+    bytes += large.bytes;
+    active_blocks += large.active_blocks;
+    active_bytes += large.active_bytes;
   }
   auto fold = [](c10::CachingAllocator::Stat& stat, int64_t amount) {
     stat.current += amount;
@@ -955,6 +1012,7 @@ bool activate() {
   TORCH_CHECK(native != nullptr,
               "torch_npu_pinpool: torch_npu's host allocator is not registered; import "
               "torch_npu before activating torch_npu_pinpool.");
+  configure_native_rounding();  // issue #14: torch_npu pins large blocks at their size
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
   // torch_npu registered with priority 0; 1 wins and keeps a later priority-0 registration

@@ -73,6 +73,8 @@ struct PinBlock : at::HostBlock<Stream> {
   // Guarded by PinPoolHostAllocatorImpl::mutex_.
   bool used_by_capture_{false};
   bool free_deferred_{false};  // adopted block whose tensor died before its pool retired
+  // Issue #14 hook: a default-pool block owned by LargeBlocks, not by ATen's Base. Immutable.
+  bool large_{false};
 };
 
 // One graph memory pool on the host side; identified like the graph's device pool.
@@ -104,11 +106,13 @@ struct PoolInfo {
   size_t adopted_blocks;
 };
 
+class LargeBlocks;  // csrc/large_blocks.h (issue #14)
+
 class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Stream, Event, PinBlock> {
   using Base = at::CachingHostAllocatorImpl<Stream, Event, PinBlock>;
 
  public:
-  explicit PinPoolHostAllocatorImpl(at::HostAllocator* native) : native_(native) {}
+  explicit PinPoolHostAllocatorImpl(at::HostAllocator* native);
 
   std::pair<void*, void*> allocate(size_t size) override;
   void free(void* ctx) override;
@@ -175,6 +179,12 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void update_pending_locked();
   void unregister_capture_locked(std::vector<Capture>::iterator it);
 
+  // Issue #14 hooks (Note [Large blocks]): the default pool's allocate / free, routing
+  // requests >= large_threshold_ to LargeBlocks instead of ATen's Base.
+  std::pair<void*, void*> allocate_default(size_t size);
+  std::pair<void*, void*> allocate_large(size_t size);
+  void free_default(PinBlock* block);
+
   void* allocate_raw(size_t size, PinBlock* pool_block);
   c10::DataPtr take_raw(void* ptr);
   std::vector<Event> record_events(const ska::flat_hash_set<Stream>& streams);
@@ -183,6 +193,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void process_pending_pass(bool wait);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
+  const size_t large_threshold_;     // issue #14: SIZE_MAX when large blocks are off
+  LargeBlocks* const large_;         // issue #14; leaked with the allocator
 
   // Note [Backing store]: ptr -> the native DataPtr that keeps those bytes ours.
   std::mutex backing_mutex_;

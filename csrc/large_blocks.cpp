@@ -3,6 +3,7 @@
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
+#include <c10/util/llvmMathExtras.h>
 #include <torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.h>
 #include <unistd.h>
 
@@ -105,6 +106,13 @@ bool native_rounds_large() {
 #endif
 }
 
+// The bytes a block of `size` really pins: torch_npu's backing store still rounds to a power of
+// two where it cannot be told not to, and host_memory_stats() says what is pinned.
+static int64_t pinned_bytes(size_t size) {
+  static const bool pow2 = native_rounds_large();
+  return static_cast<int64_t>(pow2 ? c10::llvm::PowerOf2Ceil(size) : size);
+}
+
 bool LargeBlocks::done(std::vector<Event>& events) {
   while (!events.empty()) {
     bool ready = true;
@@ -146,7 +154,7 @@ PinBlock* LargeBlocks::take(size_t rounded) {
   cached_.erase(best);
   block->allocated_ = true;
   active_blocks_ += 1;
-  active_bytes_ += static_cast<int64_t>(block->size_);
+  active_bytes_ += pinned_bytes(block->size_);
   return block;
 }
 
@@ -156,9 +164,9 @@ PinBlock* LargeBlocks::add(size_t rounded, void* ptr) {
   block->allocated_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   blocks_ += 1;
-  bytes_ += static_cast<int64_t>(rounded);
+  bytes_ += pinned_bytes(rounded);
   active_blocks_ += 1;
-  active_bytes_ += static_cast<int64_t>(rounded);
+  active_bytes_ += pinned_bytes(rounded);
   return block;
 }
 
@@ -195,7 +203,7 @@ void LargeBlocks::put(PinBlock* block) {
   std::lock_guard<std::mutex> lock(mutex_);
   block->allocated_ = false;
   active_blocks_ -= 1;
-  active_bytes_ -= static_cast<int64_t>(block->size_);
+  active_bytes_ -= pinned_bytes(block->size_);
   cached_.push_back(std::move(item));
 }
 
@@ -207,7 +215,7 @@ std::vector<PinBlock*> LargeBlocks::take_idle() {
     if (fence(item) && done(item.events)) {
       idle.push_back(item.block);
       blocks_ -= 1;
-      bytes_ -= static_cast<int64_t>(item.block->size_);
+      bytes_ -= pinned_bytes(item.block->size_);
     } else {
       keep.push_back(std::move(item));
     }

@@ -100,6 +100,7 @@ def _extensions(info: dict):
         sources=[
             "csrc/capture_registry.cpp",
             "csrc/graph_pools.cpp",
+            "csrc/large_blocks.cpp",
             "csrc/module.cpp",
             "csrc/npu_runtime.cpp",
             "csrc/pageable_copy_guard.cpp",

@@ -3,6 +3,8 @@
 // processed here too (process_pending).
 #include "pin_pool_allocator.h"
 
+#include "large_blocks.h"
+
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
@@ -78,7 +80,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
   }
   // Other streams and threads keep using the default pool while a capture runs.
   if (pool == nullptr) {
-    return Base::allocate(size);
+    return allocate_default(size);
   }
   if (pending_.load(std::memory_order_relaxed) != 0) {
     process_pending();  // blocks of dead graphs become reusable here
@@ -88,13 +90,18 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& pool,
                                                                     size_t size) {
-  const size_t rounded = c10::llvm::PowerOf2Ceil(size);
+  // Large requests are page-rounded (Note [Large blocks]), so a bucket can hold blocks of
+  // differing sizes: take only one that holds the request (PyTorch PR 192722).
+  const size_t rounded =
+      size >= large_threshold_ ? round_large(size) : c10::llvm::PowerOf2Ceil(size);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& free_list = pool.free_blocks[size_index(rounded)];
-    if (!free_list.empty()) {
-      PinBlock* block = free_list.back();
-      free_list.pop_back();
+    auto fits = std::find_if(free_list.begin(), free_list.end(),
+                             [&](const PinBlock* b) { return b->size_ >= rounded; });
+    if (fits != free_list.end()) {
+      PinBlock* block = *fits;
+      free_list.erase(fits);
       block->allocated_ = true;
       pool.bytes_in_use += block->size_;
       return {block->ptr_, block};
@@ -126,7 +133,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       }
     }
     for (PinBlock* b : base_frees) {
-      Base::free(b);
+      free_default(b);
     }
     return;
   }
@@ -335,7 +342,7 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     update_pending_locked();
   }
   for (PinBlock* block : base_frees) {
-    Base::free(block);
+    free_default(block);
   }
 }
 

@@ -4,6 +4,8 @@
 // graphs: capture_registry.cpp.
 #include "pin_pool_allocator.h"
 
+#include "large_blocks.h"
+
 #include <Python.h>
 #include <c10/util/Exception.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
@@ -26,6 +28,45 @@ namespace torch_npu_pinpool {
 // through the registry). Dropping the DataPtr hands the bytes back to native's cache;
 // empty_cache() ends with native_->empty_cache() so host_empty_cache() reaches the system.
 // DataPtrs are always destroyed outside our locks.
+
+PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
+    : native_(native),
+      large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
+      large_(new LargeBlocks()) {}
+
+// ---------------------------------------------------------------------------------------
+// The default pool for requests >= large_threshold_: Note [Large blocks] (large_blocks.h).
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_default(size_t size) {
+  return size >= large_threshold_ ? allocate_large(size) : Base::allocate(size);
+}
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_large(size_t size) {
+  const size_t rounded = round_large(size);
+  if (PinBlock* block = large_->take(rounded)) {
+    return {block->ptr_, block};
+  }
+  // No cached block fits: give back the idle ones first (they are rarely reused at another
+  // size, and together they can be tens of GiB), then pin the new one.
+  std::vector<c10::DataPtr> released;
+  for (PinBlock* idle : large_->take_idle()) {
+    released.push_back(take_raw(idle->ptr_));
+    delete idle;
+  }
+  released.clear();
+  // Registered like a default-pool block (no pool block): find_block gets it from the ctx.
+  void* ptr = allocate_raw(rounded, /*pool_block=*/nullptr);
+  PinBlock* block = large_->add(rounded, ptr);
+  return {block->ptr_, block};
+}
+
+void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
+  if (block->large_) {
+    large_->put(block);
+  } else {
+    Base::free(block);
+  }
+}
 
 void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* pool_block) {
   c10::DataPtr data = native_->allocate(size);
@@ -125,7 +166,7 @@ bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
   if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
-    return Base::allocate(size);
+    return allocate_default(size);
   }
   return allocate_during_capture(size);
 }
@@ -137,7 +178,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
   auto* block = static_cast<PinBlock*>(ctx);
   if (C10_LIKELY(block->pool_ == nullptr &&
                  !block->captured_.load(std::memory_order_relaxed))) {
-    Base::free(ctx);
+    free_default(block);
     return;
   }
   free_slow(block);
@@ -200,6 +241,13 @@ void PinPoolHostAllocatorImpl::empty_cache() {
   // pool's free blocks stay its own (Note [Pool lifetime]).
   process_pending(/*wait=*/true);
   Base::empty_cache();
+  {
+    std::vector<c10::DataPtr> released;  // destroyed before native's empty_cache
+    for (PinBlock* block : large_->take_idle()) {
+      released.push_back(take_raw(block->ptr_));
+      delete block;
+    }
+  }
   native_->empty_cache();
 }
 
@@ -245,6 +293,13 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
         }
       }
     }
+  }
+  {  // large default-pool blocks (Note [Large blocks]): ATen's Base does not see them
+    const LargeBlocks::Stats large = large_->stats();
+    blocks += large.blocks;
+    bytes += large.bytes;
+    active_blocks += large.active_blocks;
+    active_bytes += large.active_bytes;
   }
   auto fold = [](c10::CachingAllocator::Stat& stat, int64_t amount) {
     // No graph-pool bytes, no change - not even to the peak: ATen never raises a peak on its
@@ -347,6 +402,7 @@ bool activate() {
   TORCH_CHECK(native != nullptr,
               "torch_npu_pinpool: torch_npu's host allocator is not registered; import "
               "torch_npu before activating torch_npu_pinpool.");
+  configure_native_rounding();  // Note [Large blocks]: torch_npu pins large blocks unrounded
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
   // torch_npu registered with priority 0; 1 wins and keeps a later priority-0 registration

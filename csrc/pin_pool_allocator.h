@@ -6,7 +6,8 @@
 //                           empty_cache) and its registration in ATen's registry
 //   capture_registry.cpp    every line that adds, ends or retires a capture or a graph
 //   graph_pools.cpp         graph pools: allocation, block ownership, giving blocks back
-// npu_runtime.h has the runtime calls (capture status, fence events).
+// npu_runtime.h has the runtime calls (capture status, fence events); large_blocks.h the default
+// pool's large requests (Note [Large blocks]).
 //
 // Note [Why our own pools]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -19,9 +20,11 @@
 //
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
-// Eager code pays one relaxed atomic load per call on top of ATen's allocator:
-//   allocate:      captures_underway_ == 0        -> Base::allocate
-//   free:          !block->pool_ && !captured_    -> Base::free
+// Eager code pays one relaxed atomic load (and one size compare) per call on top of ATen's
+// allocator:
+//   allocate:      captures_underway_ == 0        -> Base::allocate (or, for a request of at
+//                                                    least large_threshold_, LargeBlocks)
+//   free:          !block->pool_ && !captured_    -> Base::free (or LargeBlocks for a large_ one)
 //   record_event:  captures_underway_ == 0        -> Base::record_event (pool blocks and
 //                                                    foreign tensors only on a miss)
 // Everything else (capture routing, graph pools, fences) runs under mutex_ and is only
@@ -74,6 +77,8 @@ struct PinBlock : at::HostBlock<Stream> {
   std::vector<CapturedGraph*> users_;  // graphs whose captured work uses this block
   bool free_deferred_{false};          // default-pool block freed while users_ was not empty
   bool events_pending_{false};         // pool block waiting for its eager uses' events
+  // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
+  bool large_{false};  // immutable
 };
 
 // One graph memory pool on the host side; identified like the graph's device pool.
@@ -118,11 +123,13 @@ struct PoolInfo {
   size_t adopted_blocks;
 };
 
+class LargeBlocks;  // large_blocks.h
+
 class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Stream, Event, PinBlock> {
   using Base = at::CachingHostAllocatorImpl<Stream, Event, PinBlock>;
 
  public:
-  explicit PinPoolHostAllocatorImpl(at::HostAllocator* native) : native_(native) {}
+  explicit PinPoolHostAllocatorImpl(at::HostAllocator* native);
 
   // --- the eager allocator (pin_pool_allocator.cpp)
   std::pair<void*, void*> allocate(size_t size) override;
@@ -170,6 +177,12 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   bool stream_is_capturing(Stream stream) const override;
 #endif
 
+  // The default pool's allocate / free: requests >= large_threshold_ go to LargeBlocks instead
+  // of ATen's Base (Note [Large blocks]).
+  std::pair<void*, void*> allocate_default(size_t size);
+  std::pair<void*, void*> allocate_large(size_t size);
+  void free_default(PinBlock* block);
+
   // Backing store (pin_pool_allocator.cpp); Note [Backing store].
   void* allocate_raw(size_t size, PinBlock* pool_block);
   c10::DataPtr take_raw(void* ptr);
@@ -202,6 +215,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void process_pending_pass(bool wait);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
+  const size_t large_threshold_;     // SIZE_MAX when large blocks are off
+  LargeBlocks* const large_;         // leaked with the allocator
 
   // Note [Backing store]: ptr -> the native DataPtr that keeps those bytes ours.
   std::mutex backing_mutex_;

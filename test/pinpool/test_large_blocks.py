@@ -66,6 +66,9 @@ def test_two_sizes_in_one_bucket(scenario, plugin):
     r = scenario("large_two_sizes", env=env).result
     for mode in ("eager", "capture"):
         assert r[mode]["tail"] == 5, r
-        if plugin:  # exact-size blocks: the 40 MiB one cannot hold 48 MiB
+        # Exact-size blocks: the 40 MiB one cannot hold 48 MiB. On torch <= 2.10 the plugin gives
+        # the idle 40 MiB block back to torch_npu, which holds it as 64 MiB and may hand that
+        # same address out again for 48 MiB: no overflow there.
+        if plugin and (mode == "capture" or _torch_has_round_threshold()):
             assert not r[mode]["reused_smaller"], r
         # natively both round to 64 MiB, so reusing the address is no overflow

@@ -38,7 +38,7 @@ def test_mm_addmm_matmul_match_cpu_and_replay(run_isolated):
         result = ok
         """
     )
-    assert r.result == {k: True for k in ("mm", "mm_t", "matmul", "addmm", "linear", "replay")}
+    assert r.result == dict.fromkeys(("mm", "mm_t", "matmul", "addmm", "linear", "replay"), True)
 
 
 def test_non_float32_fails_loudly(run_isolated):

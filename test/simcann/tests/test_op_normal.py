@@ -28,4 +28,4 @@ def test_randn_is_seeded_normal(run_isolated):
         }
         """
     )
-    assert r.result == {k: True for k in r.result} and len(r.result) == 6, r.result
+    assert r.result == dict.fromkeys(r.result, True) and len(r.result) == 6, r.result

@@ -31,6 +31,9 @@ def test_relu_and_its_backward_match_cpu(run_isolated):
         """
     )
     assert r.result == {
-        "relu": True, "relu_": True, "strided": True, "backward": True,
+        "relu": True,
+        "relu_": True,
+        "strided": True,
+        "backward": True,
         "threshold_backward": True,
     }

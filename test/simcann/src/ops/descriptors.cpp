@@ -43,6 +43,12 @@ namespace ops {
 
 const TensorView& view_of(const aclTensor* t) { return t->view; }
 const ScalarValue& value_of(const aclScalar* s) { return s->value; }
+std::vector<const aclTensor*> tensor_list_of(const aclTensorList* l) {
+  return l == nullptr ? std::vector<const aclTensor*>{} : l->items;
+}
+std::vector<int64_t> int_array_of(const aclIntArray* a) {
+  return a == nullptr ? std::vector<int64_t>{} : a->items;
+}
 
 namespace {
 

@@ -26,6 +26,8 @@ typedef int32_t aclnnStatus;
 struct aclTensor;
 struct aclScalar;
 struct aclOpExecutor;
+struct aclIntArray;
+struct aclTensorList;
 
 namespace simcann {
 namespace ops {
@@ -100,6 +102,10 @@ aclnnStatus check_broadcast(const char* op, const TensorView& out, const TensorV
 // The view / value held by a descriptor made with aclCreateTensor / aclCreateScalar.
 const TensorView& view_of(const aclTensor* t);
 const ScalarValue& value_of(const aclScalar* s);
+// The elements of an aclIntArray (empty for null).
+std::vector<int64_t> int_array_of(const aclIntArray* a);
+// The tensors of an aclTensorList (empty for null).
+std::vector<const aclTensor*> tensor_list_of(const aclTensorList* l);
 
 // Executors (aclOpExecutor): made by aclnnXxxGetWorkspaceSize, consumed by aclnnXxx.
 aclOpExecutor* make_executor(const char* op, std::shared_ptr<Kernel> kernel);

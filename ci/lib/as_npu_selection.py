@@ -18,6 +18,8 @@ REQUIRED = {
     "stats": "test_stats_and_tools",
     "threads": "test_other_threads_during_capture",
     "failure-path": "test_failure_paths",
+    "graph ownership": "test_graph_ownership",
+    "consumers": "test_vllm_patterns",
 }
 
 

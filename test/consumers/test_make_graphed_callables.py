@@ -38,11 +38,6 @@ def test_graphed_mlp_with_plugin(scenario):
 
 # Not strict: the outcome depends on when the graphs are collected (0 B left by hand, 64 B = the
 # kept 4x4 D2H buffer in the CI run on 2.13); strict once #10's fix makes it deterministic.
-@pytest.mark.xfail(
-    strict=False,
-    reason="plugin bug, issue #10: the pinned D2H buffer allocated in the backward capture and "
-    "freed after the callables (a tensor that outlives its graph) may stay held",
-)
 def test_graphed_mlp_gives_bytes_back_with_plugin(scenario):
     r = _plugin_result(scenario)
     assert r["held_after_drop"] == r["baseline"], r

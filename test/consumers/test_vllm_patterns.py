@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import pytest
-
 OFF = {"TORCH_NPU_PINPOOL": "0"}
 _RESULTS: dict[str, Any] = {}
 
@@ -37,11 +35,6 @@ def test_vllm_sleep_wake_replays_right_with_plugin(scenario):
     assert r.get("violations", 0) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plugin bug, issue #10: blocks of graphs dropped by GC are neither reused by the "
-    "recapture into the same pool nor released (3 cycles hold 3x the staging bytes)",
-)
 def test_vllm_sleep_wake_gives_bytes_back_with_plugin(scenario):
     r = _result(scenario, "vllm_pool")
     assert r["held_after"] == r["baseline"], r
@@ -54,11 +47,6 @@ def test_kv_offload_replays_right_with_plugin(scenario):
     assert r.get("violations", 0) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plugin bug, issue #10: the persistent pinned buffers whose last reference died while "
-    "their graphs lived are not released when the graphs are collected",
-)
 def test_kv_offload_gives_bytes_back_with_plugin(scenario):
     r = _result(scenario, "kv_offload")
     assert r["held_after"] == r["baseline"], r

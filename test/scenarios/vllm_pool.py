@@ -73,6 +73,7 @@ for cycle in range(CYCLES):
                 g.replay()
                 torch.npu.synchronize()
                 entry["right"] &= bool((out.cpu() == float((cycle + 1) * b)).all())
+        del g, x, out  # the loop's names would keep the last graph (and its pool) alive
     except Exception as e:  # noqa: BLE001 - the native assert on recapture is the finding
         entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
     # sleep: vllm drops every graph by garbage collection, no reset

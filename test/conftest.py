@@ -41,27 +41,21 @@ class Isolated:
     result: Any
 
 
-def run_snippet(
-    code: str,
-    env: dict[str, str] | None = None,
-    timeout: float = 300.0,
-    expect_ok: bool = True,
+def _run_child(
+    argv: list[str], what: str, env: dict[str, str] | None, timeout: float, expect_ok: bool
 ) -> Isolated:
-    """Run ``code`` in a fresh ``python`` and return what it put into ``result``.
+    """Run ``python ARGV`` in a fresh interpreter and parse its ``PINPOOL_RESULT:`` line.
 
-    The snippet assigns a JSON-serialisable value to ``result``. With ``expect_ok`` (the
-    default) a non-zero exit fails the calling test with the child's output attached.
-
-    The child starts in a fresh empty directory: ``python -c`` puts its working directory first
-    on ``sys.path``, and from the repository root the source ``torch_npu_pinpool/`` (no
-    compiled ``_C``) would shadow the installed plugin. Snippets get their inputs from ``env``.
+    The child gets this process's environment plus ``env`` and starts in an empty directory:
+    from the repository root the source ``torch_npu_pinpool/`` (no compiled ``_C``) would shadow
+    the installed plugin. With ``expect_ok`` a non-zero exit fails the calling test with the
+    child's output attached.
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
-    program = _PRELUDE + textwrap.dedent(code) + _EPILOGUE
     with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
         proc = subprocess.run(
-            [sys.executable, "-c", program],
+            [sys.executable, *argv],
             env=full_env,
             cwd=cwd,
             capture_output=True,
@@ -74,11 +68,24 @@ def run_snippet(
             value = json.loads(line[len(_RESULT_TAG) :])
     if expect_ok and proc.returncode != 0:
         pytest.fail(
-            f"isolated scenario exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
+            f"{what} exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
             f"\n--- stderr ---\n{proc.stderr[-6000:]}",
             pytrace=False,
         )
     return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+
+
+def run_snippet(
+    code: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 300.0,
+    expect_ok: bool = True,
+) -> Isolated:
+    """Run ``code`` (which assigns a JSON-serialisable value to ``result``) in a fresh ``python``
+    and return that value. For short import checks and the README's own example; scenarios of
+    the allocator are files (:func:`run_scenario`)."""
+    program = _PRELUDE + textwrap.dedent(code) + _EPILOGUE
+    return _run_child(["-c", program], "isolated snippet", env, timeout, expect_ok)
 
 
 @pytest.fixture
@@ -99,34 +106,9 @@ def run_scenario(
 ) -> Isolated:
     """Run ``test/scenarios/<name>.py`` by path in a fresh interpreter (its own process, so
     allocator state never leaks between scenarios) and return what it ``report()``-ed.
-
-    ``env`` is added to this process's environment (``TORCH_NPU_PINPOOL=0``: plugin off). With
-    ``expect_ok`` a non-zero exit fails the calling test with the child's output attached. The
-    child starts in an empty directory, so the source tree never shadows the installed plugin.
-    """
+    ``env`` is added to the environment (``TORCH_NPU_PINPOOL=0``: plugin off)."""
     path = os.path.join(SCENARIOS, name if name.endswith(".py") else name + ".py")
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    with tempfile.TemporaryDirectory(prefix="pinpool-scenario-") as cwd:
-        proc = subprocess.run(
-            [sys.executable, path, *(args or [])],
-            env=full_env,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    value = None
-    for line in proc.stdout.splitlines():
-        if line.startswith(_RESULT_TAG):
-            value = json.loads(line[len(_RESULT_TAG) :])
-    if expect_ok and proc.returncode != 0:
-        pytest.fail(
-            f"scenario {name} exited {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}"
-            f"\n--- stderr ---\n{proc.stderr[-6000:]}",
-            pytrace=False,
-        )
-    return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+    return _run_child([path, *(args or [])], f"scenario {name}", env, timeout, expect_ok)
 
 
 @pytest.fixture

@@ -85,9 +85,13 @@ def test_replay_queued_on_another_device_keeps_its_block(scenario, plugin, delay
     env = env_for(plugin, PINPOOL_DELAY_US=str(delay), PINPOOL_END=end, **TWO_DEVICES)
     o = scenario("replay_on_other_device", env=env).result
     _skip_without_two_devices(o)
-    if plugin or native_pools():
-        assert o["replay"] == [7.0]
-        assert o.get("violations", 0) == 0
+    if not (plugin or native_pools()):
+        pytest.skip(
+            "native <= 2.10 recycles the graph's block as soon as the capture frees it; what the "
+            f"replay reads then depends on timing (this run: {o['replay']}), so nothing is asserted"
+        )
+    assert o["replay"] == [7.0]
+    assert o.get("violations", 0) == 0
 
 
 @ON_OFF

@@ -27,11 +27,11 @@ size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 //   * its tensor is alive (allocated_), or
 //   * any graph in users_ exists, or died and its replays may still run (its fence is not
 //     complete: Note [Replay fences]), or
-//   * an eager copy from it may still run (events_pending_: eager uses of a pool block are
-//     fenced exactly like ATen fences a default-pool block).
+//   * an eager copy from it may still run (events_pending_, recorded when the tensor died:
+//     Note [Eager uses are fenced when the tensor dies]).
 // Once none holds (settle_locked), a pool block goes to its pool's free list while the pool
 // lives, else back to the system; a default-pool block whose tensor died while it was
-// captured goes to ATen's free path then (Base::free, which fences its eager uses).
+// captured goes to ATen's free path then (Base::free, with no stream left to fence).
 //
 // Note [Pool lifetime]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -119,46 +119,51 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
   return {raw->ptr_, raw};
 }
 
-void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
-  std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
-  std::vector<PinBlock*> base_frees;
-  if (block->pool_ == nullptr) {  // a captured default-pool block
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (block->users_.empty()) {
-        block->captured_.store(false);
-        base_frees.push_back(block);
-      } else {
-        block->free_deferred_ = true;
-      }
-    }
-    for (PinBlock* b : base_frees) {
-      free_default(b);
-    }
-    return;
-  }
-  // A pool block: its eager uses must finish before anyone gets it again.
+// Note [Eager uses are fenced when the tensor dies]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ATen's free records one event per stream that used the block eagerly, at the moment the
+// tensor dies, and reuses the block once those events completed. A block this file frees (a
+// pool block, or a default-pool block a graph uses) does the same here, at the same moment -
+// not later, when the last graph using it is gone: an event recorded then would still be queued
+// when the host_empty_cache() that follows the graph's end looks at it, and the bytes would
+// stay held although every copy from them ran long ago.
+std::vector<Event> PinPoolHostAllocatorImpl::fence_eager_uses(PinBlock* block) {
   ska::flat_hash_set<Stream> streams;
   {
     std::lock_guard<std::mutex> guard(block->mutex_);
-    streams = std::move(block->streams_);
-    block->streams_.clear();
+    streams.swap(block->streams_);
   }
   std::vector<Event> events;
-  if (runtime_up()) {
+  if (runtime_up()) {  // exiting: the runtime is gone, nothing is in flight any more
     for (const Stream& stream : streams) {
       events.push_back(record_on(stream));
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  block->allocated_ = false;
-  block->pool_->bytes_in_use -= block->size_;
-  if (!events.empty()) {
-    block->events_pending_ = true;
-    pending_blocks_.emplace_back(block, std::move(events));
-    update_pending_locked();
-  } else {
-    settle_locked(block, released, base_frees);
+  return events;
+}
+
+void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
+  std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
+  std::vector<PinBlock*> base_frees;
+  std::vector<Event> events = fence_eager_uses(block);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (block->pool_ == nullptr) {
+      block->free_deferred_ = true;  // ATen's free runs once the block settles
+    } else {
+      block->allocated_ = false;
+      block->pool_->bytes_in_use -= block->size_;
+    }
+    if (events.empty()) {
+      settle_locked(block, released, base_frees);
+    } else {
+      block->events_pending_ = true;
+      pending_blocks_.emplace_back(block, std::move(events));
+      update_pending_locked();
+    }
+  }
+  for (PinBlock* b : base_frees) {
+    free_default(b);
   }
 }
 
@@ -173,10 +178,10 @@ void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
   }
   GraphPool* pool = block->pool_;
   if (pool == nullptr) {
-    block->captured_.store(false);
-    if (block->free_deferred_) {
+    block->captured_.store(false);  // its next free takes the fast path
+    if (block->free_deferred_ && !block->events_pending_) {
       block->free_deferred_ = false;
-      base_frees.push_back(block);
+      base_frees.push_back(block);  // ATen's free: no stream left to fence, cached at once
     }
     return;
   }

@@ -76,7 +76,7 @@ struct PinBlock : at::HostBlock<Stream> {
   // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
   std::vector<CapturedGraph*> users_;  // graphs whose captured work uses this block
   bool free_deferred_{false};          // default-pool block freed while users_ was not empty
-  bool events_pending_{false};         // pool block waiting for its eager uses' events
+  bool events_pending_{false};         // freed, waiting for its eager uses' events
   // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
   bool large_{false};  // immutable
 };
@@ -203,6 +203,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
   void free_slow(PinBlock* block);
+  std::vector<Event> fence_eager_uses(PinBlock* block);
   GraphPool* pool_for_capture_locked(MempoolId id);
   void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
   void maybe_delete_pool_locked(GraphPool* pool);
@@ -235,7 +236,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<CapturedGraph*> dead_;  // dead, waiting for their fence
   ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
-  // Pool blocks freed while eager copies from them were in flight, with those copies' events.
+  // Blocks of free_slow freed while eager copies from them were in flight, with those copies'
+  // events (Note [Eager uses are fenced when the tensor dies]).
   std::vector<std::pair<PinBlock*, std::vector<Event>>> pending_blocks_;
 
   std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only

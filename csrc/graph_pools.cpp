@@ -27,8 +27,8 @@ size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 //   * its tensor is alive (allocated_), or
 //   * any graph in users_ exists, or died and its replays may still run (its fence is not
 //     complete: Note [Replay fences]), or
-//   * an eager copy from it may still run (events_pending_, recorded when the tensor died:
-//     Note [Eager uses are fenced when the tensor dies]).
+//   * an eager copy from it may still run (events_pending_: the fence recorded when its
+//     tensor died, Note [Eager-use fences]).
 // Once none holds (settle_locked), a pool block goes to its pool's free list while the pool
 // lives, else back to the system; a default-pool block whose tensor died while it was
 // captured goes to ATen's free path then (Base::free, with no stream left to fence).
@@ -119,33 +119,23 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
   return {raw->ptr_, raw};
 }
 
-// Note [Eager uses are fenced when the tensor dies]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// ATen's free records one event per stream that used the block eagerly, at the moment the
-// tensor dies, and reuses the block once those events completed. A block this file frees (a
-// pool block, or a default-pool block a graph uses) does the same here, at the same moment -
-// not later, when the last graph using it is gone: an event recorded then would still be queued
-// when the host_empty_cache() that follows the graph's end looks at it, and the bytes would
-// stay held although every copy from them ran long ago.
-std::vector<Event> PinPoolHostAllocatorImpl::fence_eager_uses(PinBlock* block) {
-  ska::flat_hash_set<Stream> streams;
+UseFence take_use_fence(PinBlock* block) {
+  std::vector<Stream> streams;
   {
     std::lock_guard<std::mutex> guard(block->mutex_);
-    streams.swap(block->streams_);
+    streams.assign(block->streams_.begin(), block->streams_.end());
+    block->streams_.clear();
   }
-  std::vector<Event> events;
-  if (runtime_up()) {  // exiting: the runtime is gone, nothing is in flight any more
-    for (const Stream& stream : streams) {
-      events.push_back(record_on(stream));
-    }
-  }
-  return events;
+  return UseFence(std::move(streams));
 }
 
+// The slow free: a graph-pool block, a default-pool block a graph uses (captured_), or any
+// block freed while a capture is underway. Its eager uses are fenced now, when the tensor dies
+// (Note [Eager-use fences]); it is handed out again once it settles.
 void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
   std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
   std::vector<PinBlock*> base_frees;
-  std::vector<Event> events = fence_eager_uses(block);
+  UseFence fence = take_use_fence(block);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (block->pool_ == nullptr) {
@@ -154,11 +144,11 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       block->allocated_ = false;
       block->pool_->bytes_in_use -= block->size_;
     }
-    if (events.empty()) {
+    if (fence.empty()) {
       settle_locked(block, released, base_frees);
     } else {
       block->events_pending_ = true;
-      pending_blocks_.emplace_back(block, std::move(events));
+      pending_blocks_.emplace_back(block, std::move(fence));
       update_pending_locked();
     }
   }
@@ -284,16 +274,16 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
   std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
   std::vector<PinBlock*> base_frees;
 
-  // Pool blocks freed after eager use: their events are queried unlocked.
-  std::vector<std::pair<PinBlock*, std::vector<Event>>> blocks;
+  // Blocks freed after eager use: their fences are recorded and queried unlocked.
+  std::vector<std::pair<PinBlock*, UseFence>> blocks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     blocks.swap(pending_blocks_);
   }
   std::vector<PinBlock*> ready;
-  std::vector<std::pair<PinBlock*, std::vector<Event>>> not_ready;
+  std::vector<std::pair<PinBlock*, UseFence>> not_ready;
   for (auto& item : blocks) {
-    if (events_done(item.second)) {
+    if (item.second.done()) {
       ready.push_back(item.first);
     } else {
       not_ready.push_back(std::move(item));

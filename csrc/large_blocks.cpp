@@ -111,8 +111,6 @@ static int64_t pinned_bytes(size_t size) {
   return static_cast<int64_t>(pow2 ? c10::llvm::PowerOf2Ceil(size) : size);
 }
 
-bool LargeBlocks::done(std::vector<Event>& events) { return events_done(events); }
-
 PinBlock* LargeBlocks::take(size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto best = cached_.end();
@@ -125,7 +123,7 @@ PinBlock* LargeBlocks::take(size_t rounded) {
     if (best != cached_.end() && best->block->size_ <= size) {
       continue;
     }
-    if (!fence(*it) || !done(it->events)) {
+    if (!it->fence.done()) {
       continue;  // a non_blocking copy from it may still be queued
     }
     best = it;
@@ -153,34 +151,8 @@ PinBlock* LargeBlocks::add(size_t rounded, void* ptr) {
   return block;
 }
 
-bool LargeBlocks::fence(Cached& item) {
-  if (item.unfenced.empty()) {
-    return true;
-  }
-  if (!runtime_up()) {
-    item.unfenced.clear();  // exiting: the runtime is gone, nothing is in flight any more
-    return true;
-  }
-  std::vector<Stream> still;
-  for (const Stream& stream : item.unfenced) {
-    if (in_capture(stream)) {  // Note [Is this stream capturing]
-      still.push_back(stream);  // an event recorded now would be captured, not run
-      continue;
-    }
-    item.events.push_back(record_on(stream));
-  }
-  item.unfenced.swap(still);
-  return item.unfenced.empty();
-}
-
 void LargeBlocks::put(PinBlock* block) {
-  Cached item{block, {}, {}};
-  {
-    std::lock_guard<std::mutex> guard(block->mutex_);
-    item.unfenced.assign(block->streams_.begin(), block->streams_.end());
-    block->streams_.clear();
-  }
-  fence(item);
+  Cached item{block, take_use_fence(block)};
   std::lock_guard<std::mutex> lock(mutex_);
   block->allocated_ = false;
   active_blocks_ -= 1;
@@ -193,7 +165,7 @@ std::vector<PinBlock*> LargeBlocks::take_idle() {
   std::vector<PinBlock*> idle;
   std::vector<Cached> keep;
   for (auto& item : cached_) {
-    if (fence(item) && done(item.events)) {
+    if (item.fence.done()) {
       idle.push_back(item.block);
       blocks_ -= 1;
       bytes_ -= pinned_bytes(item.block->size_);

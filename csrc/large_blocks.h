@@ -14,9 +14,9 @@
 //     exact size and never caches such a block itself (a bucket of unrounded blocks is the
 //     heap overflow of PyTorch PR 192722). On torch <= 2.10 there is no such setting and
 //     torch_npu still pins a power of two (see native_rounds_large()).
-//   * reuse: a freed block is cached here with the events of its eager uses (recorded on
-//     free, never a synchronization; never on a capturing stream); take() hands it only to a
-//     request it can hold (size >= request, at most 1/8 slack), once those events completed.
+//   * reuse: a freed block is cached here with the fence of its eager uses (recorded on free,
+//     never a synchronization: Note [Eager-use fences]); take() hands it only to a request it
+//     can hold (size >= request, at most 1/8 slack), once that fence is done.
 //   * capture: a large block a captured operation uses is adopted by the capture's pool like
 //     any default-pool block (Note [Graph ownership of blocks]); its free waits for its graphs.
 #pragma once
@@ -49,9 +49,8 @@ class LargeBlocks {
   PinBlock* take(size_t rounded);
   // A new block (already allocated) of `rounded` bytes at `ptr`.
   PinBlock* add(size_t rounded, void* ptr);
-  // A freed block: records one event per stream of its eager uses (block->streams_), except on
-  // a stream that is capturing right now (the event would be captured): those streams are
-  // fenced by a later call, and until then the block is neither reused nor given back.
+  // A freed block, with the fence of its eager uses (Note [Eager-use fences]): neither reused
+  // nor given back before the fence is done.
   void put(PinBlock* block);
   // Removes and returns every cached block whose events completed (empty_cache).
   std::vector<PinBlock*> take_idle();
@@ -64,12 +63,8 @@ class LargeBlocks {
  private:
   struct Cached {
     PinBlock* block;
-    std::vector<Event> events;
-    std::vector<Stream> unfenced;  // streams that were capturing when the block was freed
+    UseFence fence;  // its eager uses (Note [Eager-use fences])
   };
-  // Records the events of unfenced streams that no longer capture; true if none is left.
-  static bool fence(Cached& item);
-  static bool done(std::vector<Event>& events);
 
   std::mutex mutex_;
   std::vector<Cached> cached_;  // few: large blocks are rare

@@ -139,4 +139,24 @@ bool wait_events(std::vector<Event>& events) {
   return true;
 }
 
+bool UseFence::record() {
+  if (unfenced_.empty()) {
+    return true;
+  }
+  if (!runtime_up()) {
+    unfenced_.clear();  // exiting: the runtime is gone, nothing is in flight any more
+    return true;
+  }
+  std::vector<Stream> still;
+  for (const Stream& stream : unfenced_) {
+    if (in_capture(stream)) {  // Note [Is this stream capturing]
+      still.push_back(stream);
+    } else {
+      events_.push_back(record_on(stream));
+    }
+  }
+  unfenced_.swap(still);
+  return unfenced_.empty();
+}
+
 }  // namespace torch_npu_pinpool

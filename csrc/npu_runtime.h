@@ -62,4 +62,27 @@ bool events_done(std::vector<Event>& events);
 // events_done, polling until `events` completed or the limit passed (then false).
 bool wait_events(std::vector<Event>& events);
 
+// Note [Eager-use fences]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A freed block may be handed out again once every eager copy from or into it has run: one
+// event per stream that used it (record_event), recorded when its tensor dies - the moment
+// ATen's free records them - and never later: a later event also waits for whatever the stream
+// ran since, and the bytes stay held meanwhile. A stream that is capturing at that moment
+// cannot take the event (it would be captured into the graph, not run, and re-recorded by every
+// replay): it stays unfenced until its capture is over, and until then the fence is not done.
+class UseFence {
+ public:
+  UseFence() = default;
+  explicit UseFence(std::vector<Stream> streams) : unfenced_(std::move(streams)) { record(); }
+  // Records an event on each unfenced stream that no longer captures; true if none is left.
+  bool record();
+  // Every stream fenced and every event completed.
+  bool done() { return record() && events_done(events_); }
+  bool empty() const { return events_.empty() && unfenced_.empty(); }
+
+ private:
+  std::vector<Event> events_;
+  std::vector<Stream> unfenced_;
+};
+
 }  // namespace torch_npu_pinpool

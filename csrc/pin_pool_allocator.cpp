@@ -177,11 +177,12 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
   }
   auto* block = static_cast<PinBlock*>(ctx);
   if (C10_LIKELY(block->pool_ == nullptr &&
-                 !block->captured_.load(std::memory_order_relaxed))) {
+                 !block->captured_.load(std::memory_order_relaxed) &&
+                 captures_underway_.load(std::memory_order_relaxed) == 0)) {
     free_default(block);
     return;
   }
-  free_slow(block);
+  free_slow(block);  // its eager-use fence may need a capturing stream (Note [Eager-use fences])
 }
 
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {

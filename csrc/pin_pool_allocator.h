@@ -20,11 +20,12 @@
 //
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
-// Eager code pays one relaxed atomic load (and one size compare) per call on top of ATen's
-// allocator:
+// Eager code pays one relaxed atomic load (and one size compare; free: two loads) per call on
+// top of ATen's allocator:
 //   allocate:      captures_underway_ == 0        -> Base::allocate (or, for a request of at
 //                                                    least large_threshold_, LargeBlocks)
 //   free:          !block->pool_ && !captured_    -> Base::free (or LargeBlocks for a large_ one)
+//                  && captures_underway_ == 0
 //   record_event:  captures_underway_ == 0        -> Base::record_event (pool blocks and
 //                                                    foreign tensors only on a miss)
 // Everything else (capture routing, graph pools, fences) runs under mutex_ and is only
@@ -76,10 +77,13 @@ struct PinBlock : at::HostBlock<Stream> {
   // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
   std::vector<CapturedGraph*> users_;  // graphs whose captured work uses this block
   bool free_deferred_{false};          // default-pool block freed while users_ was not empty
-  bool events_pending_{false};         // freed, waiting for its eager uses' events
+  bool events_pending_{false};         // freed, waiting for its eager-use fence
   // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
   bool large_{false};  // immutable
 };
+
+// The fence of a freed block's eager uses: takes its streams_ (Note [Eager-use fences]).
+UseFence take_use_fence(PinBlock* block);
 
 // One graph memory pool on the host side; identified like the graph's device pool.
 // See Note [Pool lifetime].
@@ -203,7 +207,6 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
   void free_slow(PinBlock* block);
-  std::vector<Event> fence_eager_uses(PinBlock* block);
   GraphPool* pool_for_capture_locked(MempoolId id);
   void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
   void maybe_delete_pool_locked(GraphPool* pool);
@@ -236,9 +239,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<CapturedGraph*> dead_;  // dead, waiting for their fence
   ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
-  // Blocks of free_slow freed while eager copies from them were in flight, with those copies'
-  // events (Note [Eager uses are fenced when the tensor dies]).
-  std::vector<std::pair<PinBlock*, std::vector<Event>>> pending_blocks_;
+  // Blocks free_slow freed while eager copies from them may still run, with the fence of those
+  // copies (Note [Eager-use fences]).
+  std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;
 
   std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only
   std::atomic<bool> process_again_{false};  // a process_pending() found process_mutex_ taken

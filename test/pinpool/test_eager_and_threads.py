@@ -1,11 +1,15 @@
 """Eager non_blocking copies stay as safe as with torch_npu's own allocator, also while
 another thread captures a graph. Scenarios (runtime-neutral): test/scenarios/
 eager_async_copies.py (on the simulator it adds a 3 ms task delay so copies stay queued),
-threads_during_capture.py."""
+threads_during_capture.py, eager_copy_freed_in_capture.py."""
 
 from __future__ import annotations
 
+import pytest
+
 from ._snippets import ON_OFF, env_for
+
+SLOW = pytest.mark.simulator  # the task delay is the simulator's
 
 
 @ON_OFF
@@ -28,3 +32,23 @@ def test_other_threads_during_capture(scenario):
     assert o["worker_ok"] == [True]
     assert o["pool_blocks"] == [1]
     assert o["replay"] == [1.0]
+
+
+@ON_OFF
+@pytest.mark.parametrize(
+    "delay", [pytest.param(0, id="delay0"), pytest.param(2000, id="delay2000", marks=SLOW)]
+)
+def test_eager_copy_queued_when_its_tensor_is_freed_in_a_capture(scenario, plugin, delay):
+    """The tensor of a still-queued eager copy is freed inside a capture begun with
+    capture_begin() on the copy's stream, while another thread pins and empties the cache: the
+    copy delivers the user's bytes, and the capture and replay are unharmed. Native torch_npu
+    records the copy's event on the capturing stream (captured, not run) and hands the block
+    on: with the copy kept queued (simulator delay) it reads junk or freed memory."""
+    o = scenario("eager_copy_freed_in_capture", env=env_for(plugin, PINPOOL_DELAY_US=str(delay)))
+    r = o.result
+    assert r["replay"] == [1.0] and r["work"] == [50.0], r
+    if plugin:
+        assert r["eager"] == [1.0], r
+        assert r.get("violations", 0) == 0, r
+    elif delay:
+        assert r["eager"] != [1.0] or r["violations"] > 0, "native kept the queued copy's block"

@@ -5,10 +5,11 @@ capture limit that resets every graph, and all pinned bytes back after the funct
 How npugraph_ex behaves (torch_npu/dynamo/npugraph_ex/_acl_concrete_graph/acl_graph.py, the same
 in the 2.10 and 2.13 wheels): with dynamic shapes one FX graph is compiled once and captured once
 per graph key (the input shapes), every key into the FX graph's pool (``graph_pool_handle()``, or
-the user's ``options={"use_graph_pool": handle}``). A key is captured again, and its old graph
-``reset()``, when a mutated input comes at another address; when a new key would exceed
-``capture_limit`` every graph is ``reset()`` and the function runs eagerly from then on; graphs
-die without ``reset()`` when the function is dropped (``torch._dynamo.reset()``, gc).
+the user's ``options={"use_graph_pool": handle}``, which turns off npugraph_ex's device-memory
+reuse across keys, reuse_graph_pool_in_same_fx, with a warning). A key is captured again, and
+its old graph ``reset()``, when a mutated input comes at another address; when a new key would
+exceed ``capture_limit`` every graph is ``reset()`` and the function runs eagerly from then on;
+graphs die without ``reset()`` when the function is dropped (``torch._dynamo.reset()``, gc).
 
 The compiled function adds, to an NPU input ``x`` (value: the call number ``k``), a constant 3
 staged through a pinned temporary allocated inside the function (so inside the capture) and a
@@ -24,9 +25,9 @@ counts graphs, recaptures included: the recapture happens while there are three.
 
 Reports per call the key, the call's ``k`` and host value, the host value of the call that
 captured the graph it replays, the distinct values of the output and of what ``acc`` gained, and
-npugraph_ex's counters (captures, recaptures); the plugin's
-pools after the first three keys (plugin only); whether any junk byte changed; the pinned bytes
-held at the baseline and after the function is dropped and host_empty_cache() is called once.
+npugraph_ex's counters (captures, recaptures); the plugin's pools after the first three keys
+(plugin only); whether any junk byte changed; the pinned bytes held at the baseline and after
+the function is dropped and host_empty_cache() is called once.
 
 Env: NPUGRAPH_EX_POOL (``fx``: npugraph_ex's pool per FX graph, default; ``custom``: a
 ``graph_pool_handle()`` passed as ``use_graph_pool``).

@@ -4,9 +4,10 @@ pinned temporary (pin, H2D, free inside the capture); 3 sleep/wake cycles (every
 garbage collection without ``reset``, then captured again into the *same* pool id); between
 replays another thread churns eager pin / copy / free.
 
-Reports per cycle whether every replay produced the right bytes, whether the churn thread's
-pinned bytes were ever clobbered, the error (if a capture raised), and the pinned bytes held
-after the last sleep plus one host_empty_cache(). Env: CYCLES (3), REPLAYS (3).
+Reports per cycle the replays run, whether every one produced the right bytes and the batch
+sizes that did not, the error (if a capture raised; the cycle's replays then did not run),
+whether the churn thread's pinned bytes were ever clobbered, and the pinned bytes held after the
+last sleep plus one host_empty_cache(). Env: CYCLES (3), REPLAYS (3).
 """
 
 import gc
@@ -15,7 +16,7 @@ import threading
 import simctl
 import torch
 import torch_npu
-from scenario import env_int, held_bytes, report, side_stream
+from scenario import env_int, held_bytes, npu_version, report, side_stream
 
 SIZES = [1, 2, 4, 8, 16]
 CYCLES = env_int("CYCLES", 3)
@@ -64,7 +65,7 @@ stop, bad = threading.Event(), []
 worker = threading.Thread(target=churn, args=(stop, bad), daemon=True)
 worker.start()
 for cycle in range(CYCLES):
-    entry = {"error": None, "right": True}
+    entry = {"error": None, "right": True, "replays": 0, "wrong": []}
     try:
         graphs = capture_all(pool)  # wake: capture into the same pool id every time
         for _ in range(REPLAYS):
@@ -72,7 +73,10 @@ for cycle in range(CYCLES):
                 x.fill_(float(cycle + 1))
                 g.replay()
                 torch.npu.synchronize()
-                entry["right"] &= bool((out.cpu() == float((cycle + 1) * b)).all())
+                entry["replays"] += 1
+                if not bool((out.cpu() == float((cycle + 1) * b)).all()):
+                    entry["right"] = False
+                    entry["wrong"] = sorted(set(entry["wrong"]) | {b})
         del g, x, out  # the loop's names would keep the last graph (and its pool) alive
     except Exception as e:  # noqa: BLE001 - the native assert on recapture is the finding
         entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
@@ -85,6 +89,7 @@ worker.join()
 torch.npu.synchronize()
 torch_npu.npu.host_empty_cache()
 result = {
+    "npu_version": list(npu_version()),
     "cycles": cycles,
     "churn_bad": bad[:3],
     "baseline": baseline,

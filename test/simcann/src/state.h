@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -24,6 +25,15 @@
 #endif
 #ifndef ACL_ERROR_RT_MODEL_RUNNING
 #define ACL_ERROR_RT_MODEL_RUNNING 107037
+#endif
+#ifndef ACL_ERROR_STREAM_TASK_GROUP_STATUS
+#define ACL_ERROR_STREAM_TASK_GROUP_STATUS 107033
+#endif
+#ifndef ACL_ERROR_STREAM_TASK_GROUP_INTR
+#define ACL_ERROR_STREAM_TASK_GROUP_INTR 107034
+#endif
+#ifndef ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT
+#define ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT 507009
 #endif
 
 namespace simcann {
@@ -94,6 +104,12 @@ int device_or_default();
 // ---- streams, events, capture ----
 struct Capture;
 struct Model;
+struct TaskGroup;
+
+// A stream's task-group status (StreamTaskGroupStatus in hicann src/runtime/core/src/stream/
+// stream.hpp): NONE, SAMPLE (between aclmdlRICaptureTaskGrpBegin/End on a capturing stream) or
+// UPDATE (between aclmdlRICaptureTaskUpdateBegin/End on a non-capturing stream).
+enum class GroupStatus { kNone, kSample, kUpdate };
 
 struct QueuedTask {
   const char* name = "";
@@ -123,6 +139,10 @@ struct Stream {
   std::shared_ptr<Capture> capture;
   uint64_t last_capture_pos = 0;  // position of this stream's last captured task
   uint64_t last_capture_record_event = 0;  // event id if that last task is an event record
+  // task groups (guarded by capture_mutex()); Note [Task groups] in capture.cpp
+  GroupStatus group_status = GroupStatus::kNone;
+  std::shared_ptr<TaskGroup> sampling;  // the group being captured on this stream (SAMPLE)
+  std::shared_ptr<TaskGroup> updating;  // the group this stream is updating (UPDATE)
 };
 
 struct Event {
@@ -147,11 +167,24 @@ struct CapturedTask {
   uint32_t stream_id = 0;
 };
 
+// A task group (hicann stream.hpp `TaskGroup`): the positions, in its model, of the kernel tasks
+// captured between aclmdlRICaptureTaskGrpBegin and aclmdlRICaptureTaskGrpEnd. The model owns it;
+// aclrtTaskGrp is its address. Fields guarded by capture_mutex().
+struct TaskGroup {
+  std::weak_ptr<Model> model;
+  uint32_t stream_id = 0;
+  std::vector<size_t> tasks;  // indices into model->tasks, in capture order
+  Stream* updater = nullptr;  // the stream updating it (hicann `isUpdate`)
+  size_t next_update = 0;     // hicann `updateTaskIndex`
+};
+
 struct Model {
   uint32_t id = 0;
   int device = 0;
+  // Sized at capture; an update replaces an element's fn/ranges under `mu` (Note [Task update]).
   std::vector<CapturedTask> tasks;
-  bool capturing = true;  // guarded by capture_mutex()
+  std::vector<std::shared_ptr<TaskGroup>> groups;  // guarded by capture_mutex()
+  bool capturing = true;                           // guarded by capture_mutex()
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;  // replays enqueued and not finished
@@ -167,7 +200,9 @@ struct Capture {
   bool invalidated = false;
   bool active = true;
   uint64_t next_pos = 0;
-  std::vector<Stream*> streams;  // origin first, then streams pulled in by event waits
+  std::vector<Stream*> streams;        // origin first, then streams pulled in by event waits
+  std::set<Stream*> open_groups;       // streams with a task group open (hicann taskGroupStmIds_)
+  aclError group_error = ACL_SUCCESS;  // hicann taskGroupErrCode_: returned by TaskGrpEnd
 };
 
 std::mutex& capture_mutex();

@@ -88,6 +88,11 @@ std::shared_mutex& free_gate();
 bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
 
 // ---- devices / threads ----
+// Cores of one simulated die (an Ascend910B2; also used for the A3 part): what aclrtGetDeviceInfo
+// and aclGetDeviceCapability report and the hardware default of the resource limits.
+constexpr uint32_t kCubeCores = 24;
+constexpr uint32_t kVectorCores = 48;
+
 int current_device();  // the calling thread's device, or -1 if none was set
 int device_or_default();
 
@@ -123,6 +128,9 @@ struct Stream {
   std::shared_ptr<Capture> capture;
   uint64_t last_capture_pos = 0;  // position of this stream's last captured task
   uint64_t last_capture_record_event = 0;  // event id if that last task is an event record
+  // device resource limits set on this stream (reslimit.cpp; guarded by its mutex)
+  uint32_t res_limit[2] = {0, 0};
+  bool res_limit_set[2] = {false, false};
 };
 
 struct Event {

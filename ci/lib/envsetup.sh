@@ -56,8 +56,9 @@ LOG="$ROOT/$PAIR.log"
 BASE_PY="${PINPOOL_PYTHON:-python3}"
 mkdir -p "$ROOT" || die "creating $ROOT" "set PINPOOL_ENV_ROOT to a writable directory"
 
-# Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/.
-TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff)
+# Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/;
+# protobuf: `import torchair` (TorchAir, inside torch_npu) loads its GE IR definitions with it.
+TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff protobuf)
 # Bump when the recipe below changes: every cached env is then rebuilt.
 RECIPE=3
 

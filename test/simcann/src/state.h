@@ -98,6 +98,11 @@ std::shared_mutex& free_gate();
 bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
 
 // ---- devices / threads ----
+// Cores of one simulated die (an Ascend910B2; also used for the A3 part): what aclrtGetDeviceInfo
+// and aclGetDeviceCapability report and the hardware default of the resource limits.
+constexpr uint32_t kCubeCores = 24;
+constexpr uint32_t kVectorCores = 48;
+
 int current_device();  // the calling thread's device, or -1 if none was set
 int device_or_default();
 
@@ -143,6 +148,9 @@ struct Stream {
   GroupStatus group_status = GroupStatus::kNone;
   std::shared_ptr<TaskGroup> sampling;  // the group being captured on this stream (SAMPLE)
   std::shared_ptr<TaskGroup> updating;  // the group this stream is updating (UPDATE)
+  // device resource limits set on this stream (reslimit.cpp; guarded by its mutex)
+  uint32_t res_limit[2] = {0, 0};
+  bool res_limit_set[2] = {false, false};
 };
 
 struct Event {

@@ -25,6 +25,13 @@
 #ifndef ACL_ERROR_RT_MODEL_RUNNING
 #define ACL_ERROR_RT_MODEL_RUNNING 107037
 #endif
+// Conditional nodes (cond.cpp). The 2.13 wheel's rt_error_codes.h says 107046 (107045 is its
+// ACL_ERROR_RT_STREAM_NOT_SUPPORT_OPERA); hicann/runtime's include/external/acl/error_codes/
+// rt_error_codes.h (commit 674da0339 "aclgraph cond op") says 107045. The wheel's header wins
+// where it defines the name (it is what torch_npu is built against); older headers lack both.
+#ifndef ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING
+#define ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING 107046
+#endif
 
 namespace simcann {
 
@@ -87,6 +94,11 @@ std::shared_mutex& free_gate();
 // Returns false (and reports a violation) if some range's memory is gone: the task must not run.
 bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
 
+// Device memory the runtime allocates for itself (a condition handle's value, cond.cpp): a live
+// device allocation like aclrtMalloc's, counted in simcann_device_bytes_live().
+aclError runtime_device_malloc(void** devPtr, size_t size, const char* api);
+void runtime_device_free(void* devPtr);
+
 // ---- devices / threads ----
 int current_device();  // the calling thread's device, or -1 if none was set
 int device_or_default();
@@ -94,6 +106,7 @@ int device_or_default();
 // ---- streams, events, capture ----
 struct Capture;
 struct Model;
+struct CondHandle;  // cond.cpp
 
 struct QueuedTask {
   const char* name = "";
@@ -145,6 +158,9 @@ struct CapturedTask {
   Task fn;
   std::vector<CheckedRange> ranges;
   uint32_t stream_id = 0;
+  // A conditional task (aclmdlRIAddCondTask): replay reads the handle's condition value and runs
+  // the chosen sub models instead of `fn` (cond.cpp, run_cond_task).
+  std::shared_ptr<CondHandle> cond;
 };
 
 struct Model {
@@ -152,6 +168,13 @@ struct Model {
   int device = 0;
   std::vector<CapturedTask> tasks;
   bool capturing = true;  // guarded by capture_mutex()
+  // Conditional nodes (cond.cpp), guarded by capture_mutex(). A sub model is made by
+  // aclmdlRIAddCondTask and captured with aclmdlRICaptureToModelRIBegin; `begun` once that call
+  // succeeded (its status left NONE), `ready` once aclmdlRICaptureEnd succeeded (READY).
+  bool sub = false;
+  bool begun = true;
+  bool ready = false;
+  std::vector<std::shared_ptr<CondHandle>> cond_handles;  // made on this model, it owns them
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;  // replays enqueued and not finished

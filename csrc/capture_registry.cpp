@@ -79,12 +79,37 @@ CapturedGraph* PinPoolHostAllocatorImpl::new_graph_locked(bool announced) {
 
 // The capture takes a use of its pool (the graph's use once it ends).
 void PinPoolHostAllocatorImpl::start_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
+  graph->pool->graphs++;
+  resume_capture_locked(graph, std::move(filter));
+}
+
+// Allocations and captured uses that `filter` matches go to `graph` again (its pool use is
+// already taken).
+void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
   graph->filter = std::move(filter);
   graph->state = CapturedGraph::State::kCapturing;
-  graph->pool->graphs++;
   graph->pool->capturing++;
   capturing_.push_back(graph);
   captures_underway_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Note [Conditional nodes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// To capture a branch of torch.cond into a child model, torch_npu (>= 2.13, as PyTorch's
+// CUDAGraph::begin_capture_to_if_node) calls end_allocate_to_pool(id) and then
+// begin_allocate_to_pool(id, filter) with a filter for the child model's stream, and the same
+// pair with the parent's filter when the branch ends - all inside one capture. The graph goes
+// on: its runtime capture is still active. So a begin_allocate_to_pool that finds a graph of
+// the same pool whose own capture stream still captures its model resumes that graph with the
+// new filter: a block used in a branch belongs to the graph whose replays run the branch.
+CapturedGraph* PinPoolHostAllocatorImpl::graph_mid_capture_locked(MempoolId pool_id) {
+  for (auto& [handle, graph] : graphs_) {
+    if (graph->state == CapturedGraph::State::kAlive && graph->pool != nullptr &&
+        graph->pool->id == pool_id && runtime_still_captures(graph)) {
+      return graph;
+    }
+  }
+  return nullptr;
 }
 
 void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
@@ -145,6 +170,12 @@ void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, Capture
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = t_announced;
   t_announced = nullptr;
+  if (graph == nullptr) {
+    if (CapturedGraph* parent = graph_mid_capture_locked(pool_id)) {
+      resume_capture_locked(parent, std::move(filter));  // Note [Conditional nodes]
+      return;
+    }
+  }
   if (graph == nullptr || graph->state != CapturedGraph::State::kAnnounced) {
     graph = new_graph_locked(/*announced=*/false);
   }
@@ -239,9 +270,7 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
   if (runtime_still_captures(graph)) {
     if (graph->state != CapturedGraph::State::kCapturing) {
       // torch_npu stopped the registration although the runtime still captures.
-      graph->state = CapturedGraph::State::kAnnounced;
-      graph->pool->graphs--;  // start_capture_locked takes the use again
-      start_capture_locked(graph, model_filter(graph));
+      resume_capture_locked(graph, model_filter(graph));
     }
     return true;
   }

@@ -198,6 +198,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   CapturedGraph* capturing_graph_locked(Stream stream);
   CapturedGraph* new_graph_locked(bool announced);
   void start_capture_locked(CapturedGraph* graph, CaptureFilter filter);
+  void resume_capture_locked(CapturedGraph* graph, CaptureFilter filter);
+  CapturedGraph* graph_mid_capture_locked(MempoolId pool_id);
   void stop_capture_locked(CapturedGraph* graph);
   void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);

@@ -56,13 +56,20 @@ LOG="$ROOT/$PAIR.log"
 BASE_PY="${PINPOOL_PYTHON:-python3}"
 mkdir -p "$ROOT" || die "creating $ROOT" "set PINPOOL_ENV_ROOT to a writable directory"
 
-# Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/.
-TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff)
+# Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/;
+# protobuf: `import torchair` (TorchAir, inside torch_npu) loads its GE IR definitions with it.
+TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff protobuf)
 # Bump when the recipe below changes: every cached env is then rebuilt.
 RECIPE=3
 
+# The stamp's part before " deps=" (Python, torch, torch_npu, recipe) decides whether the venv
+# is reused; a change of TEST_DEPS alone installs them into it (seconds, not a 3 GB rebuild).
 venv_is_complete() {
     [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "$WANT_STAMP" &&
+        -x "$VENV/bin/python" ]]
+}
+venv_base_is_complete() {
+    [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "${WANT_STAMP%% deps=*} deps="* &&
         -x "$VENV/bin/python" ]]
 }
 base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
@@ -70,7 +77,7 @@ base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/
 WANT_STAMP="recipe=$RECIPE python=$base_py_version torch=$PAIR_TORCH npu=$PAIR_NPU nodeps=$PAIR_NPU_NODEPS deps=${TEST_DEPS[*]}"
 
 if [[ "$QUERY" == --cached ]]; then
-    venv_is_complete
+    venv_base_is_complete # missing test deps are installed on use, without a download of torch
     exit
 fi
 
@@ -91,6 +98,12 @@ run_logged() {
 # --- 1. the venv ---------------------------------------------------------------------------
 if venv_is_complete; then
     : # reuse, quietly
+elif venv_base_is_complete; then
+    say "installing the test dependencies into the existing env: ${TEST_DEPS[*]}"
+    run_logged "installing test dependencies" "check the network / PyPI access and rerun" \
+        "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+        -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
+    echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
 else
     if [[ -e "$VENV" ]]; then
         say "existing env at $VENV is incomplete or from another recipe: recreating it"

@@ -16,9 +16,59 @@
 // it dereferences its pointers when it runs, i.e. at each replay. Its ranges keep the allocation
 // ids seen at capture time, so a replay over memory freed since then is reported.
 //
+// Note [Task groups]
+// ~~~~~~~~~~~~~~~~~~
+// Sources (hicann/runtime): docs/zh/api_ref/15_model_running_instance__management.md
+// (aclmdlRICaptureTaskGrpBegin/End, aclmdlRICaptureTaskUpdateBegin/End), docs/zh/dev_guide/
+// 04-03_task_update.md, src/acl/aclrt_impl/model_ri.cpp (null checks),
+// src/runtime/feature/aclgraph/api_error_aclgraph.cc (capture-status checks),
+// src/runtime/feature/aclgraph/context_aclgraph.cc (StreamBeginTaskGrp, StreamEndTaskGrp,
+// StreamBeginTaskUpdate, StreamEndTaskUpdate, CheckCaptureModelValidity),
+// src/runtime/core/src/stream/stream.cc (AllocTask, UpdateTask, PackingTaskGroup,
+// IsTaskGroupBreak, SetTaskGroupErrCode),
+// src/runtime/feature/aclgraph/v100/capture_adapt_v100.cc (TaskTypeIsSupportTaskGroup),
+// src/runtime/core/src/launch/aix_stars.cc (InternalUpdateTaskPrepare; the update is submitted as
+// tasks of the update stream), src/runtime/core/src/common/errcode_manage.cc (rt -> acl codes).
+//  * TaskGrpBegin(s): s must be capturing (107029) and in no group status (107033); s enters
+//    SAMPLE. Every task captured on s until TaskGrpEnd joins the group -- only kernels may
+//    (TaskTypeIsSupportTaskGroup: AI Core / Vector Core tasks); any other task (memcpy, memset,
+//    event record/wait, value write/wait, host function) fails with 507009 and invalidates the
+//    capture (SetTaskGroupErrCode -> TerminateCapture). While a group is open on one stream of a
+//    capture, a task captured on another stream of it fails with 107034 and invalidates the capture
+//    (IsTaskGroupBreak). Both codes are remembered and returned by every later TaskGrpEnd of the
+//    capture, with a NULL handle.
+//  * TaskGrpEnd(s, &h): s must be capturing (107029) and in SAMPLE (107033); h is the group (the
+//    model owns it), or NULL with the remembered error / 507903 if the capture is invalidated.
+//  * aclmdlRICaptureEnd with a group still open: 107033, model destroyed
+//    (CheckCaptureModelValidity, before the join check). The stream keeps its SAMPLE status:
+//    only TaskGrpEnd/TaskUpdateEnd reset it (ResetCaptureInfo resets the capture state only), so
+//    its later TaskGrpBegin or TaskUpdateBegin fail with 107033 and a TaskGrpEnd with 507000 (no
+//    current group).
+//  * TaskUpdateBegin(s, h): s must not be capturing (107027), in no group status (107033), h not
+//    being updated by another stream (107033, "the handle only can be updated by one stream").
+//    s enters UPDATE. Capture status is unchanged: aclmdlRICaptureGetInfo(s) reports NONE.
+//  * In UPDATE, each kernel launched on s replaces the next task of the group (UpdateTask):
+//    beyond the group's size 507000; a kernel of another type 507000 (RT_ERROR_KERNEL_TYPE: mix,
+//    func and attr type must match -- modelled as "same aclnn op", stricter than hardware, which
+//    cannot be told kernels apart otherwise). Every other task on s fails with 507009 (AllocTask
+//    with UpdateTaskFlag::NOT_SUPPORT): nothing else may be launched on an updating stream.
+//  * TaskUpdateEnd(s): s must not be capturing (107027) and be in UPDATE (107033); s leaves
+//    UPDATE; fewer kernels than the group holds: 507000, the ones launched stay updated.
+// A handle the runtime never returned, or whose model was destroyed, is dereferenced by the
+// runtime (undefined behaviour); the simulator reports a violation and returns 100000.
+//
+// Note [Task update]: the runtime submits an update as tasks of the update stream (the new
+// arguments' H2D copy and an SQE update, aix_stars.cc), so the model changes when the update
+// stream runs them, not when the kernel is launched: the simulator queues one task on the update
+// stream that swaps the captured closure (and its ranges, resolved at the launch) into the model.
+// A replay reads each task as it reaches it, so a replay ordered after the update (by a stream
+// wait, e.g. torch_npu's aclrtValueWait on the update stream's aclrtValueWrite) runs the new
+// kernel, and one not ordered after it may run either.
+//
 // Conditional nodes (sub models, condition handles) are in cond.cpp; this file owns the model
 // registry and the capture state they use (capture.h).
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "capture.h"
@@ -28,6 +78,7 @@ namespace {
 
 struct Models {
   std::map<Model*, std::shared_ptr<Model>> live;
+  std::set<TaskGroup*> live_groups;              // handles TaskGrpEnd returned, of live models
   std::vector<std::shared_ptr<Capture>> active;  // active captures (any device)
   uint32_t next_model_id = 1;
   uint64_t next_capture_id = 1;
@@ -42,6 +93,10 @@ thread_local aclmdlRICaptureMode t_exchange_mode = ACL_MODEL_RI_CAPTURE_MODE_GLO
 
 constexpr int kModeMax = 3;
 
+void forget_groups(Model* m) {
+  for (auto& g : m->groups) models().live_groups.erase(g.get());
+}
+
 // Device memory of destroyed condition handles, freed once capture_mutex() is released (declare
 // it before the lock: destructors run in reverse order).
 struct DeferredFree {
@@ -50,6 +105,7 @@ struct DeferredFree {
 };
 
 // Ends a capture: every stream leaves it, events it captured report their pre-capture state.
+// Streams drop the group they were capturing but keep their group status (Note [Task groups]).
 // `destroy_model`: the capture failed and its model is destroyed -- unless it is a sub model,
 // which is only destroyed with its parent (context_aclgraph.cc ClearCaptureModel: "子model不在这里
 // 单独销毁，随父model销毁"). Device memory to free goes to `freed`.
@@ -60,7 +116,9 @@ void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model, Defer
     if (s->capture == c) s->capture.reset();
     s->last_capture_pos = 0;
     s->last_capture_record_event = 0;
+    s->sampling.reset();
   }
+  c->open_groups.clear();
   auto& act = models().active;
   for (auto it = act.begin(); it != act.end(); ++it) {
     if (*it == c) {
@@ -69,9 +127,18 @@ void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model, Defer
     }
   }
   if (destroy_model && !c->model->sub) {
+    forget_groups(c->model.get());
     destroy_cond_nodes(*c->model, &freed->ptrs);
     models().live.erase(c->model.get());
   }
+}
+
+// A task refused inside a task group: the capture is invalidated and TaskGrpEnd will return
+// `code` (SetTaskGroupErrCode, stream.cc). Note [Task groups].
+aclError fail_group(const std::shared_ptr<Capture>& c, aclError code) {
+  c->invalidated = true;
+  c->group_error = code;
+  return code;
 }
 
 // Adds one task to the capture of `s`; Note [Replay order].
@@ -81,6 +148,19 @@ aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedR
   if (c->invalidated) {
     set_error("simcann: %s on stream %u: its capture is invalidated (rule 507903)", name, s->id);
     return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  // Note [Task groups]: IsTaskGroupBreak (stream_capture.cc), PackingTaskGroup (stream.cc).
+  if (!s->sampling && !c->open_groups.empty()) {
+    set_error("simcann: %s on stream %u while a task group is open on stream %u of the same "
+              "capture (rule 107034); the capture is invalidated",
+              name, s->id, (*c->open_groups.begin())->id);
+    return fail_group(c, ACL_ERROR_STREAM_TASK_GROUP_INTR);
+  }
+  if (s->sampling && !is_kernel_task(name)) {
+    set_error("simcann: %s in a task group on stream %u: only kernels (aclnn ops) can be added to "
+              "a task group (rule 507009); the capture is invalidated",
+              name, s->id);
+    return fail_group(c, ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT);
   }
   Config& cfg = config();
   int64_t n = ++cfg.n_captured_tasks;
@@ -99,6 +179,7 @@ aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedR
   t.stream_id = s->id;
   t.cond = std::move(cond);
   c->model->tasks.push_back(std::move(t));
+  if (s->sampling) s->sampling->tasks.push_back(c->model->tasks.size() - 1);
   s->last_capture_pos = ++c->next_pos;
   s->last_capture_record_event = 0;
   log("captured %s on stream %u into model %u", name, s->id, c->model->id);
@@ -173,7 +254,10 @@ std::shared_ptr<Model> new_model(int device, bool sub) {
   return m;
 }
 
-void forget_model(Model* m) { models().live.erase(m); }
+void forget_model(Model* m) {
+  forget_groups(m);
+  models().live.erase(m);
+}
 
 std::shared_ptr<Capture> capture_of(const Model* m) {
   for (auto& c : models().active) {
@@ -202,10 +286,17 @@ std::shared_ptr<Capture> start_capture(Stream* s, aclmdlRICaptureMode mode,
   return c;
 }
 
-void replay_tasks(const std::vector<CapturedTask>& tasks, Stream* s) {
-  for (const CapturedTask& ct : tasks) {
+void replay_tasks(Model& m, Stream* s) {
+  // Each task is read when the replay reaches it: an update may replace it meanwhile
+  // (Note [Task update]).
+  for (size_t i = 0; i < m.tasks.size(); ++i) {
     int64_t us = config().task_delay_us.load();
     if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+    CapturedTask ct;
+    {
+      std::lock_guard<std::mutex> lock(m.mu);
+      ct = m.tasks[i];
+    }
     if (ct.cond) {
       run_cond_task(*ct.cond, s);
     } else {
@@ -251,6 +342,61 @@ aclError capture_wait_event(Stream* s, Event* e) {
     if (s == ec->origin) e->captured_waited_by_origin = true;
   }
   return ACL_SUCCESS;
+}
+
+bool is_kernel_task(const char* name) { return std::strncmp(name, "aclnn", 5) == 0; }
+
+// Note [Task groups], [Task update]: UpdateTask (stream.cc), InternalUpdateTaskPrepare
+// (aix_stars.cc).
+aclError update_add_task(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges) {
+  if (!is_kernel_task(name)) {
+    set_error("simcann: %s on stream %u, which is updating a task group: only kernels (aclnn ops) "
+              "may be launched on an updating stream (rule 507009)",
+              name, s->id);
+    return ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT;
+  }
+  const std::shared_ptr<TaskGroup>& g = s->updating;
+  std::shared_ptr<Model> m = g->model.lock();
+  if (!m || models().live.count(m.get()) == 0) {
+    set_error("simcann: %s on stream %u: the model of the task group it updates was destroyed "
+              "(rule 507000)",
+              name, s->id);
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  size_t index = g->next_update;
+  if (index >= g->tasks.size()) {
+    set_error("simcann: %s on stream %u: more tasks than the task group holds (%zu) (rule 507000)",
+              name, s->id, g->tasks.size());
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  g->next_update = index + 1;  // the runtime counts the task before checking its kernel
+  size_t pos = g->tasks[index];
+  const char* old_name = m->tasks[pos].name;
+  if (std::strcmp(old_name, name) != 0) {
+    set_error("simcann: %s on stream %u cannot update task %zu of the group, a %s: the kernel type "
+              "must match (rule 507000)",
+              name, s->id, index, old_name);
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  log("update: %s on stream %u replaces task %zu of model %u", name, s->id, pos, m->id);
+  QueuedTask t;
+  t.name = "aclmdlRICaptureTaskUpdate";
+  t.fn = [m, pos, fn = std::move(fn), ranges = std::move(ranges)] {
+    std::lock_guard<std::mutex> lock(m->mu);
+    m->tasks[pos].fn = fn;
+    m->tasks[pos].ranges = ranges;
+    return ACL_SUCCESS;
+  };
+  push_task(s, std::move(t));
+  return ACL_SUCCESS;
+}
+
+aclError refuse_if_updating(Stream* s, const char* api) {
+  if (s->group_status != GroupStatus::kUpdate) return ACL_SUCCESS;
+  set_error("simcann: %s on stream %u, which is updating a task group: only kernels (aclnn ops) "
+            "may be launched on an updating stream (rule 507009)",
+            api, s->id);
+  return ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT;
 }
 
 std::shared_ptr<Model> find_model(aclmdlRI m) {
@@ -411,6 +557,14 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* mo
     finish_capture(c, true, &freed);
     return ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING;
   }
+  if (!c->open_groups.empty()) {
+    // CheckCaptureModelValidity (context_aclgraph.cc) checks open task groups first.
+    set_error("simcann: aclmdlRICaptureEnd: a task group is still open on stream %u (rule 107033); "
+              "the model is destroyed",
+              (*c->open_groups.begin())->id);
+    finish_capture(c, true, &freed);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
   if (Stream* u = unjoined_stream(*c)) {
     set_error("simcann: aclmdlRICaptureEnd: stream %u joined the capture but was not joined back "
               "to the origin stream %u (rule 107025); the model is destroyed",
@@ -464,7 +618,12 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream 
                 m->id);
       return ACL_ERROR_RT_MODEL_CAPTURED;
     }
+    // CaptureModel::PreModelExecute assigns the default condition values before the execute task
+    // is allocated (Note [Conditional nodes] in cond.cpp).
     assign_default_cond_values(*m);
+    // The model-execute task is no kernel (model.cc AllocTask): Note [Task groups].
+    aclError e = refuse_if_updating(s, "aclmdlRIExecuteAsync");
+    if (e != ACL_SUCCESS) return e;
   }
   {
     std::lock_guard<std::mutex> lock(m->mu);
@@ -474,7 +633,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream 
   t.name = "aclmdlRIExecuteAsync";
   t.delay = false;
   t.fn = [m, s] {
-    replay_tasks(m->tasks, s);
+    replay_tasks(*m, s);
     {
       std::lock_guard<std::mutex> lock(m->mu);
       --m->running;
@@ -508,6 +667,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
       set_error("simcann: aclmdlRIDestroy: model %u is being captured (rule 107026)", m->id);
       return ACL_ERROR_RT_MODEL_CAPTURED;
     }
+    forget_groups(m.get());
     models().live.erase(m.get());
   }
   // Destroying a running model waits for its replays (facts note).
@@ -546,38 +706,172 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(aclmdlRI modelRI) {
   return ACL_SUCCESS;
 }
 
-// Task groups: accepted as markers on a capturing stream; updating captured tasks
-// (TaskUpdateBegin/End) is not modelled and fails loudly.
+// Task groups and task update: Note [Task groups] and Note [Task update] at the top.
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
   SIMCANN_API();
-  if (capture_status(stream) == ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
-    set_error("simcann: aclmdlRICaptureTaskGrpBegin on a stream that is not capturing");
+  if (stream == nullptr) {
+    set_error("simcann: aclmdlRICaptureTaskGrpBegin: null stream (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (!s->capture) {
+    set_error("simcann: aclmdlRICaptureTaskGrpBegin on stream %u, which is not capturing "
+              "(rule 107029)",
+              s->id);
     return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
   }
+  if (s->group_status != GroupStatus::kNone) {
+    set_error("simcann: aclmdlRICaptureTaskGrpBegin on stream %u: a task group is already begun on "
+              "it, or it is updating one (rule 107033)",
+              s->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  auto g = std::make_shared<TaskGroup>();
+  g->model = s->capture->model;
+  g->stream_id = s->id;
+  s->sampling = g;
+  s->group_status = GroupStatus::kSample;
+  s->capture->open_groups.insert(s);
+  log("task group begin on stream %u, model %u", s->id, s->capture->model->id);
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp* handle) {
   SIMCANN_API();
-  if (capture_status(stream) == ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
-    set_error("simcann: aclmdlRICaptureTaskGrpEnd on a stream that is not capturing");
+  if (stream == nullptr || handle == nullptr) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd: null stream or handle (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  *handle = nullptr;
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  std::shared_ptr<Capture> c = s->capture;
+  if (!c) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on stream %u, which is not capturing "
+              "(rule 107029)",
+              s->id);
     return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
   }
-  static char token;
-  if (handle) *handle = &token;
+  if (s->group_status != GroupStatus::kSample) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on stream %u, which has not begun a task group "
+              "(rule 107033)",
+              s->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  if (!s->sampling) {
+    // SAMPLE left over from a capture that ended with the group open (Note [Task groups]).
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on stream %u: its task group belonged to a "
+              "capture that has ended (rule 507000)",
+              s->id);
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  std::shared_ptr<TaskGroup> g = std::move(s->sampling);
+  s->sampling.reset();
+  c->open_groups.erase(s);
+  s->group_status = GroupStatus::kNone;
+  if (c->group_error != ACL_SUCCESS) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on stream %u: a task of the capture was refused "
+              "(rule %d); no handle",
+              s->id, c->group_error);
+    return c->group_error;
+  }
+  if (c->invalidated) {
+    set_error("simcann: aclmdlRICaptureTaskGrpEnd on stream %u: the capture is invalidated "
+              "(rule 507903); no handle",
+              s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  c->model->groups.push_back(g);
+  models().live_groups.insert(g.get());
+  *handle = g.get();
+  log("task group end on stream %u: %zu tasks of model %u", s->id, g->tasks.size(),
+      c->model->id);
   return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream, aclrtTaskGrp) {
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream,
+                                                            aclrtTaskGrp handle) {
   SIMCANN_API();
-  set_error("simcann: aclmdlRICaptureTaskUpdateBegin (updating captured tasks) is not modelled");
-  return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+  if (stream == nullptr || handle == nullptr) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateBegin: null stream or handle (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (s->capture) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateBegin on stream %u, which is capturing "
+              "(rule 107027)",
+              s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
+  if (s->group_status != GroupStatus::kNone) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateBegin on stream %u, which is already updating or "
+              "capturing a task group (rule 107033)",
+              s->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  auto* key = static_cast<TaskGroup*>(handle);
+  if (models().live_groups.count(key) == 0) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateBegin: %p is no task group of a live model",
+              handle);
+    violation("aclmdlRICaptureTaskUpdateBegin: handle %p is no task group of a live model (never "
+              "returned by aclmdlRICaptureTaskGrpEnd, or its model was destroyed); the runtime "
+              "would dereference it",
+              handle);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  std::shared_ptr<TaskGroup> g;
+  for (auto& cand : key->model.lock()->groups) {
+    if (cand.get() == key) g = cand;
+  }
+  if (g->updater != nullptr) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateBegin on stream %u: stream %u is updating this "
+              "task group (rule 107033)",
+              s->id, g->updater->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  g->updater = s;
+  g->next_update = 0;
+  s->updating = g;
+  s->group_status = GroupStatus::kUpdate;
+  log("task update begin on stream %u: %zu tasks", s->id, g->tasks.size());
+  return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream) {
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
   SIMCANN_API();
-  set_error("simcann: aclmdlRICaptureTaskUpdateEnd (updating captured tasks) is not modelled");
-  return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+  if (stream == nullptr) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateEnd: null stream (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (s->capture) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateEnd on stream %u, which is capturing "
+              "(rule 107027)",
+              s->id);
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
+  if (s->group_status != GroupStatus::kUpdate) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateEnd on stream %u, which is not updating a task "
+              "group (rule 107033)",
+              s->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  std::shared_ptr<TaskGroup> g = std::move(s->updating);
+  s->updating.reset();
+  s->group_status = GroupStatus::kNone;
+  size_t done = g->next_update;
+  g->updater = nullptr;
+  g->next_update = 0;
+  if (done != g->tasks.size()) {
+    set_error("simcann: aclmdlRICaptureTaskUpdateEnd on stream %u: %zu of the group's %zu tasks "
+              "were updated (rule 507000)",
+              s->id, done, g->tasks.size());
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
+  return ACL_SUCCESS;
 }
 
 }  // extern "C"

@@ -11,6 +11,16 @@ aclError capture_add_task(Stream* s, const char* name, Task fn, std::vector<Chec
 aclError capture_record_event(Stream* s, Event* e);
 aclError capture_wait_event(Stream* s, Event* e);
 
+// Task groups and task update (Note [Task groups] in capture.cpp). Called with capture_mutex()
+// held. A task is a kernel (an AI Core / Vector Core task, the only kind a task group may hold or
+// an update may launch) iff it was enqueued under an aclnn* name.
+bool is_kernel_task(const char* name);
+// `s` is in update mode: `name` replaces the next task of the group it updates.
+aclError update_add_task(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges);
+// Refuses a non-kernel task (event record/wait, value write/wait, model execute...) on a stream
+// in update mode (507009); ACL_SUCCESS otherwise.
+aclError refuse_if_updating(Stream* s, const char* api);
+
 void push_task(Stream* s, QueuedTask t);
 aclError refuse_if_capturing(Stream* s, const char* api);
 
@@ -32,14 +42,14 @@ std::shared_ptr<Capture> start_capture(Stream* s, aclmdlRICaptureMode mode,
 aclError capture_add_cond_task(Stream* s, std::shared_ptr<CondHandle> h,
                                std::vector<CheckedRange> ranges);
 
-// Replays `tasks` in order on the worker of `s` (Note [Replay order]). No lock held.
-void replay_tasks(const std::vector<CapturedTask>& tasks, Stream* s);
+// Replays the tasks of `m` in order on the worker of `s` (Note [Replay order]). No lock held.
+void replay_tasks(Model& m, Stream* s);
 
 // cond.cpp. run_cond_task: on the replay worker, no lock held.
 void run_cond_task(const CondHandle& h, Stream* s);
 // At aclmdlRIExecuteAsync (host side): condition values of handles created with
 // ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT are set to their default.
-void assign_default_cond_values(const Model& root);
+void assign_default_cond_values(Model& root);
 // True if every sub model below `m` (through its conditional tasks) ended its capture; else
 // false and *first names one that did not.
 bool sub_models_ready(const Model& m, const Model** first);

@@ -144,13 +144,25 @@ ACL_FUNC_VISIBILITY void aclAppLog(aclLogLevel logLevel, const char* func, const
 }
 
 // Generated stubs (build.sh) call this. kind 0: generic (return 0), 1: op entry point that must
-// fail loudly (aclnn* / aclop*Execute*).
+// fail loudly (aclnn* / aclop*Execute*), 2: a name only TorchAir's libraries need (aborts).
 int simcann_stub_hit(const char* name, int kind) {
   simcann::log("stub %s", name);
   if (kind == 1) {
     simcann::set_error("simcann: %s is not implemented by the simulator (no op in src/ops)", name);
     simcann::warn("%s is not implemented by the simulator", name);
     return simcann::kNotImplemented;
+  }
+  if (kind == 2) {
+    // Names only TorchAir's extension modules link (GE's C++ API, the TDT channel, libc_sec's
+    // bounds-checked string functions) are not modelled: most are constructors and methods
+    // returning objects, which no error code can answer. Resolving them at load time is fine;
+    // a call stops the process here, naming it (a GE-mode path reached on the simulator).
+    std::fprintf(stderr,
+                 "simcann: %s is not modelled (only TorchAir's GE-mode libraries use it) and was "
+                 "called: aborting\n",
+                 name);
+    std::fflush(stderr);
+    std::abort();
   }
   return 0;
 }

@@ -107,30 +107,35 @@ void run_cond_task(const CondHandle& h, Stream* s) {
       h.type, h.subs.size());
   if (h.type == kCondIf) {
     if (v != 0) {
-      replay_tasks(h.subs[0]->tasks, s);
+      replay_tasks(*h.subs[0], s);
     } else if (h.subs.size() == 2) {
-      replay_tasks(h.subs[1]->tasks, s);
+      replay_tasks(*h.subs[1], s);
     }
   } else if (h.type == kCondWhile) {
     while (ok && v != 0) {
-      replay_tasks(h.subs[0]->tasks, s);
+      replay_tasks(*h.subs[0], s);
       v = load_value(h, s, &ok);
     }
   } else if (h.type == kCondSwitch) {
-    if (v < h.subs.size()) replay_tasks(h.subs[v]->tasks, s);
+    if (v < h.subs.size()) replay_tasks(*h.subs[v], s);
   }
 }
 
-void assign_default_cond_values(const Model& root) {
-  for (const CapturedTask& t : root.tasks) {
-    if (!t.cond) continue;
-    const CondHandle& h = *t.cond;
-    if (h.flag == kAssignDefault) {
-      const uint64_t v = h.default_value;
-      std::shared_lock<std::shared_mutex> gate(free_gate());
-      std::memcpy(h.value, &v, sizeof v);
+void assign_default_cond_values(Model& root) {
+  std::vector<std::shared_ptr<CondHandle>> handles;
+  {
+    std::lock_guard<std::mutex> lock(root.mu);  // tasks may be updated (Note [Task update])
+    for (const CapturedTask& t : root.tasks) {
+      if (t.cond) handles.push_back(t.cond);
     }
-    for (const auto& sub : h.subs) assign_default_cond_values(*sub);
+  }
+  for (const auto& h : handles) {
+    if (h->flag == kAssignDefault) {
+      const uint64_t v = h->default_value;
+      std::shared_lock<std::shared_mutex> gate(free_gate());
+      std::memcpy(h->value, &v, sizeof v);
+    }
+    for (const auto& sub : h->subs) assign_default_cond_values(*sub);
   }
 }
 

@@ -139,8 +139,8 @@ ACL_FUNC_VISIBILITY aclError aclGetDeviceCapability(uint32_t deviceId, aclDevice
     return ACL_ERROR_INVALID_PARAM;
   }
   switch (static_cast<int>(info)) {
-    case 0: *value = 24; break;           // ACL_DEVICE_INFO_AI_CORE_NUM
-    case 1: *value = 48; break;           // ACL_DEVICE_INFO_VECTOR_CORE_NUM
+    case 0: *value = kCubeCores; break;    // ACL_DEVICE_INFO_AI_CORE_NUM
+    case 1: *value = kVectorCores; break;  // ACL_DEVICE_INFO_VECTOR_CORE_NUM
     case 2: *value = 192LL << 20; break;  // ACL_DEVICE_INFO_L2_SIZE
     default: *value = 0;
   }
@@ -155,9 +155,9 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr 
   }
   switch (static_cast<int>(attr)) {
     case 1: *value = 6; break;     // ACL_DEV_ATTR_AICPU_CORE_NUM
-    case 101: *value = 24; break;  // ACL_DEV_ATTR_AICORE_CORE_NUM
-    case 102: *value = 24; break;  // ACL_DEV_ATTR_CUBE_CORE_NUM
-    case 201: *value = 48; break;  // ACL_DEV_ATTR_VECTOR_CORE_NUM
+    case 101: *value = kCubeCores; break;    // ACL_DEV_ATTR_AICORE_CORE_NUM
+    case 102: *value = kCubeCores; break;    // ACL_DEV_ATTR_CUBE_CORE_NUM
+    case 201: *value = kVectorCores; break;  // ACL_DEV_ATTR_VECTOR_CORE_NUM
     default: *value = 0;
   }
   return ACL_SUCCESS;

@@ -60,6 +60,9 @@ struct MemRange {
 // Enqueue `task` on `stream` (nullptr = the current device's default stream). Returns ACL_SUCCESS,
 // or an error if the stream is invalid, or if the stream is capturing and adding the task to the
 // capture failed (the capture is then INVALIDATED, ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED).
+// A task enqueued under an aclnn* name is a kernel: the only kind of task a capture task group may
+// hold or a task update may launch (Note [Task groups] in capture.cpp); any other is refused there
+// (507009), and on a stream updating a task group a kernel replaces the group's next task.
 // `name` is used in traces and violation reports; it must be a string literal / static string.
 aclError enqueue(aclrtStream stream, const char* name, Task task);
 aclError enqueue(aclrtStream stream, const char* name, Task task, std::vector<MemRange> ranges);

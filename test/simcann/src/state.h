@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -24,6 +25,15 @@
 #endif
 #ifndef ACL_ERROR_RT_MODEL_RUNNING
 #define ACL_ERROR_RT_MODEL_RUNNING 107037
+#endif
+#ifndef ACL_ERROR_STREAM_TASK_GROUP_STATUS
+#define ACL_ERROR_STREAM_TASK_GROUP_STATUS 107033
+#endif
+#ifndef ACL_ERROR_STREAM_TASK_GROUP_INTR
+#define ACL_ERROR_STREAM_TASK_GROUP_INTR 107034
+#endif
+#ifndef ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT
+#define ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT 507009
 #endif
 // Conditional nodes (cond.cpp). The 2.13 wheel's rt_error_codes.h says 107046 (107045 is its
 // ACL_ERROR_RT_STREAM_NOT_SUPPORT_OPERA); hicann/runtime's include/external/acl/error_codes/
@@ -100,6 +110,11 @@ aclError runtime_device_malloc(void** devPtr, size_t size, const char* api);
 void runtime_device_free(void* devPtr);
 
 // ---- devices / threads ----
+// Cores of one simulated die (an Ascend910B2; also used for the A3 part): what aclrtGetDeviceInfo
+// and aclGetDeviceCapability report and the hardware default of the resource limits.
+constexpr uint32_t kCubeCores = 24;
+constexpr uint32_t kVectorCores = 48;
+
 int current_device();  // the calling thread's device, or -1 if none was set
 int device_or_default();
 
@@ -107,6 +122,12 @@ int device_or_default();
 struct Capture;
 struct Model;
 struct CondHandle;  // cond.cpp
+struct TaskGroup;
+
+// A stream's task-group status (StreamTaskGroupStatus in hicann src/runtime/core/src/stream/
+// stream.hpp): NONE, SAMPLE (between aclmdlRICaptureTaskGrpBegin/End on a capturing stream) or
+// UPDATE (between aclmdlRICaptureTaskUpdateBegin/End on a non-capturing stream).
+enum class GroupStatus { kNone, kSample, kUpdate };
 
 struct QueuedTask {
   const char* name = "";
@@ -136,6 +157,13 @@ struct Stream {
   std::shared_ptr<Capture> capture;
   uint64_t last_capture_pos = 0;  // position of this stream's last captured task
   uint64_t last_capture_record_event = 0;  // event id if that last task is an event record
+  // task groups (guarded by capture_mutex()); Note [Task groups] in capture.cpp
+  GroupStatus group_status = GroupStatus::kNone;
+  std::shared_ptr<TaskGroup> sampling;  // the group being captured on this stream (SAMPLE)
+  std::shared_ptr<TaskGroup> updating;  // the group this stream is updating (UPDATE)
+  // device resource limits set on this stream (reslimit.cpp; guarded by its mutex)
+  uint32_t res_limit[2] = {0, 0};
+  bool res_limit_set[2] = {false, false};
 };
 
 struct Event {
@@ -163,11 +191,24 @@ struct CapturedTask {
   std::shared_ptr<CondHandle> cond;
 };
 
+// A task group (hicann stream.hpp `TaskGroup`): the positions, in its model, of the kernel tasks
+// captured between aclmdlRICaptureTaskGrpBegin and aclmdlRICaptureTaskGrpEnd. The model owns it;
+// aclrtTaskGrp is its address. Fields guarded by capture_mutex().
+struct TaskGroup {
+  std::weak_ptr<Model> model;
+  uint32_t stream_id = 0;
+  std::vector<size_t> tasks;  // indices into model->tasks, in capture order
+  Stream* updater = nullptr;  // the stream updating it (hicann `isUpdate`)
+  size_t next_update = 0;     // hicann `updateTaskIndex`
+};
+
 struct Model {
   uint32_t id = 0;
   int device = 0;
+  // Sized at capture; an update replaces an element's fn/ranges under `mu` (Note [Task update]).
   std::vector<CapturedTask> tasks;
-  bool capturing = true;  // guarded by capture_mutex()
+  std::vector<std::shared_ptr<TaskGroup>> groups;  // guarded by capture_mutex()
+  bool capturing = true;                           // guarded by capture_mutex()
   // Conditional nodes (cond.cpp), guarded by capture_mutex(). A sub model is made by
   // aclmdlRIAddCondTask and captured with aclmdlRICaptureToModelRIBegin; `begun` once that call
   // succeeded (its status left NONE), `ready` once aclmdlRICaptureEnd succeeded (READY).
@@ -190,7 +231,9 @@ struct Capture {
   bool invalidated = false;
   bool active = true;
   uint64_t next_pos = 0;
-  std::vector<Stream*> streams;  // origin first, then streams pulled in by event waits
+  std::vector<Stream*> streams;        // origin first, then streams pulled in by event waits
+  std::set<Stream*> open_groups;       // streams with a task group open (hicann taskGroupStmIds_)
+  aclError group_error = ACL_SUCCESS;  // hicann taskGroupErrCode_: returned by TaskGrpEnd
 };
 
 std::mutex& capture_mutex();

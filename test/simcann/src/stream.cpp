@@ -160,6 +160,11 @@ aclError enqueue(aclrtStream stream, const char* name, Task task, std::vector<Me
   for (const MemRange& r : ranges) checked.push_back(resolve_range(r));
   {
     std::lock_guard<std::mutex> lock(capture_mutex());
+    // An updating stream takes kernels as updates before anything else (AllocTask, hicann
+    // stream.cc): Note [Task groups] in capture.cpp.
+    if (s->group_status == GroupStatus::kUpdate) {
+      return update_add_task(s, name, std::move(task), std::move(checked));
+    }
     if (s->capture) return capture_add_task(s, name, std::move(task), std::move(checked));
   }
   QueuedTask t;
@@ -421,6 +426,8 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
   Stream* s = to_stream(stream);
   {
     std::lock_guard<std::mutex> lock(capture_mutex());
+    aclError err = refuse_if_updating(s, "aclrtRecordEvent");
+    if (err != ACL_SUCCESS) return err;
     if (s->capture) return capture_record_event(s, e);
     e->captured_by.reset();
   }
@@ -447,10 +454,12 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
   return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream) {
+ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
   SIMCANN_API();
   if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
-  return ACL_SUCCESS;
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  return refuse_if_updating(s, "aclrtResetEvent");
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
@@ -460,6 +469,8 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent
   Stream* s = to_stream(stream);
   {
     std::lock_guard<std::mutex> lock(capture_mutex());
+    aclError err = refuse_if_updating(s, "aclrtStreamWaitEvent");
+    if (err != ACL_SUCCESS) return err;
     if ((e->captured_by && e->captured_by->active) || s->capture) {
       return capture_wait_event(s, e);
     }
@@ -571,6 +582,102 @@ ACL_FUNC_VISIBILITY aclError aclrtEventGetTimestamp(aclrtEvent event, uint64_t* 
   std::lock_guard<std::mutex> lock(e->mu);
   *timestamp = static_cast<uint64_t>(e->complete_time_ms * 1000.0);
   return ACL_SUCCESS;
+}
+
+// ---- stream memory operations ----
+// hicann docs/zh/api_ref/11-09_stream_memory_operation.md: aclrtValueWrite writes a 64-bit value,
+// aclrtValueWait blocks its stream until the value satisfies `flag` (GEQ 0, EQ 1, AND 2, NOR 3);
+// both are stream tasks, so they are captured and replayed like any other. The address must be
+// 8-byte aligned for a write (ApiErrorDecorator::WriteValue, api_error_standard_soc.cc: 107000).
+// torch_npu's torch.npu.ExternalEvent is built on them (record = write 1; wait = wait, then write
+// 0), and NPUGraph's auto-dispatch capture uses one to order each replay after a task update.
+// A wait nothing ever satisfies blocks its stream forever, as on hardware; after
+// kValueWaitWarnS seconds the simulator says so on stderr.
+namespace {
+std::mutex g_value_mu;
+std::condition_variable g_value_cv;  // a value write happened (waits also poll every ms)
+constexpr int kValueWaitWarnS = 5;
+
+bool value_satisfies(uint64_t cur, uint64_t value, uint32_t flag) {
+  switch (flag) {
+    case 0:
+      return static_cast<int64_t>(cur - value) >= 0;
+    case 1:
+      return cur == value;
+    case 2:
+      return (cur & value) != 0;
+    default:
+      return ~(cur | value) != 0;
+  }
+}
+}  // namespace
+
+ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void* devAddr, uint64_t value, uint32_t flag,
+                                             aclrtStream stream) {
+  SIMCANN_API();
+  log("aclrtValueWrite(%p, %llu, %u, stream %p)", devAddr, static_cast<unsigned long long>(value),
+      flag, stream);
+  if (devAddr == nullptr) {
+    set_error("simcann: aclrtValueWrite: null address (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  if (reinterpret_cast<uintptr_t>(devAddr) % 8 != 0) {
+    set_error("simcann: aclrtValueWrite: address %p is not 8-byte aligned (rule 107000)", devAddr);
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  auto* p = static_cast<uint64_t*>(devAddr);
+  return enqueue(
+      stream, "aclrtValueWrite",
+      [p, value] {
+        {
+          std::lock_guard<std::mutex> lock(g_value_mu);
+          __atomic_store_n(p, value, __ATOMIC_SEQ_CST);
+        }
+        g_value_cv.notify_all();
+        return ACL_SUCCESS;
+      },
+      {MemRange::dev_write(devAddr, sizeof(uint64_t))});
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtValueWait(void* devAddr, uint64_t value, uint32_t flag,
+                                            aclrtStream stream) {
+  SIMCANN_API();
+  log("aclrtValueWait(%p, %llu, %u, stream %p)", devAddr, static_cast<unsigned long long>(value),
+      flag, stream);
+  if (devAddr == nullptr) {
+    set_error("simcann: aclrtValueWait: null address (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  if (flag > 3) {
+    set_error("simcann: aclrtValueWait: flag %u is none of GEQ/EQ/AND/NOR (rule 107000)", flag);
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  auto* p = static_cast<const uint64_t*>(devAddr);
+  // No declared ranges: the task checks its word itself, without holding free_gate() while it
+  // blocks (a free on another thread must not wait for it).
+  std::vector<CheckedRange> word{resolve_range(MemRange::dev_read(devAddr, sizeof(uint64_t)))};
+  return enqueue(stream, "aclrtValueWait", [p, value, flag, word] {
+    double start = now_ms();
+    bool warned = false;
+    for (;;) {
+      {
+        std::shared_lock<std::shared_mutex> gate(free_gate());
+        if (!check_ranges("aclrtValueWait", word)) return ACL_SUCCESS;  // reported; not run
+        if (value_satisfies(__atomic_load_n(p, __ATOMIC_SEQ_CST), value, flag)) {
+          return ACL_SUCCESS;
+        }
+      }
+      std::unique_lock<std::mutex> lock(g_value_mu);
+      g_value_cv.wait_for(lock, std::chrono::milliseconds(1));
+      if (!warned && now_ms() - start > kValueWaitWarnS * 1000.0) {
+        warned = true;
+        warn("simcann: aclrtValueWait(%p, %llu, flag %u) has blocked its stream for %d s: nothing "
+             "has written a satisfying value (hardware waits forever too)",
+             static_cast<const void*>(p), static_cast<unsigned long long>(value), flag,
+             kValueWaitWarnS);
+      }
+    }
+  });
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetEventId(aclrtEvent event, uint32_t* eventId) {

@@ -28,7 +28,7 @@ def _implemented() -> bool:
 
 requires_cond = pytest.mark.skipif(
     not _implemented(),
-    reason="the wheel's ACL headers declare no conditional-node API (torch_npu < 2.13)",
+    reason="the wheel's ACL headers declare no conditional-node API (torch_npu 2.10)",
 )
 
 # Bindings and helpers on top of the ACL prelude. A condition task's model array is

@@ -3,10 +3,11 @@ plugin's NPUGraph hooks do not see: torch_npu moves the host allocator's pool fi
 branch's child model inside the capture). Scenario: test/scenarios/cond_in_capture.py.
 
 Where it cannot run, the test skips with the runtime's exact answer: torch_npu 2.10 has no
-conditional nodes; the simulated CANN runtime has no conditional-node API (its generated stubs
-of aclmdlRICondHandleCreate / aclmdlRICondHandleGetCondPtr / aclmdlRICaptureToModelRIBegin
-return no handle, and torch_npu 2.13 raises "aclmdlRICondHandleGetCondPtr returned a null
-condition pointer."). Any other error fails the test.
+conditional nodes; a CANN runtime without the conditional-node API (stubs of
+aclmdlRICondHandleCreate / aclmdlRICondHandleGetCondPtr / aclmdlRICaptureToModelRIBegin that
+return no handle) makes torch_npu 2.13 raise "aclmdlRICondHandleGetCondPtr returned a null
+condition pointer.". The simulated runtime models conditional nodes (test/simcann/src/cond.cpp),
+so on torch_npu 2.13 the test runs. Any other error fails the test.
 """
 
 from __future__ import annotations

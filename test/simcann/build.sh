@@ -68,6 +68,11 @@ else
 fi
 
 CXXFLAGS=(-std=c++17 -O1 -g0 -fPIC -pthread -Wall -Wno-unused-parameter -I"$SRC" -I"$INC")
+# APIs an older wheel's ACL headers do not declare: their entry points are compiled only where the
+# header has them (conditional graph nodes: torch_npu 2.13's acl_rt.h yes, 2.10's no).
+if grep -q 'aclmdlRICondHandleCreate' "$INC/acl/acl_rt.h"; then
+  CXXFLAGS+=(-DSIMCANN_HAVE_COND_NODES=1)
+fi
 
 # 1. Compile every source under src/ (runtime + src/ops), in parallel.
 mapfile -t SOURCES < <(cd "$SRC" && find . -name '*.cpp' | sed 's|^\./||' | sort)

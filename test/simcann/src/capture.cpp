@@ -64,6 +64,9 @@
 // A replay reads each task as it reaches it, so a replay ordered after the update (by a stream
 // wait, e.g. torch_npu's aclrtValueWait on the update stream's aclrtValueWrite) runs the new
 // kernel, and one not ordered after it may run either.
+//
+// Conditional nodes (sub models, condition handles) are in cond.cpp; this file owns the model
+// registry and the capture state they use (capture.h).
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -94,9 +97,19 @@ void forget_groups(Model* m) {
   for (auto& g : m->groups) models().live_groups.erase(g.get());
 }
 
+// Device memory of destroyed condition handles, freed once capture_mutex() is released (declare
+// it before the lock: destructors run in reverse order).
+struct DeferredFree {
+  std::vector<void*> ptrs;
+  ~DeferredFree() { free_cond_memory(ptrs); }
+};
+
 // Ends a capture: every stream leaves it, events it captured report their pre-capture state.
 // Streams drop the group they were capturing but keep their group status (Note [Task groups]).
-void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model) {
+// `destroy_model`: the capture failed and its model is destroyed -- unless it is a sub model,
+// which is only destroyed with its parent (context_aclgraph.cc ClearCaptureModel: "子model不在这里
+// 单独销毁，随父model销毁"). Device memory to free goes to `freed`.
+void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model, DeferredFree* freed) {
   c->active = false;
   c->model->capturing = false;
   for (Stream* s : c->streams) {
@@ -113,8 +126,9 @@ void finish_capture(const std::shared_ptr<Capture>& c, bool destroy_model) {
       break;
     }
   }
-  if (destroy_model) {
+  if (destroy_model && !c->model->sub) {
     forget_groups(c->model.get());
+    destroy_cond_nodes(*c->model, &freed->ptrs);
     models().live.erase(c->model.get());
   }
 }
@@ -128,7 +142,8 @@ aclError fail_group(const std::shared_ptr<Capture>& c, aclError code) {
 }
 
 // Adds one task to the capture of `s`; Note [Replay order].
-aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges) {
+aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges,
+                      std::shared_ptr<CondHandle> cond = nullptr) {
   const std::shared_ptr<Capture>& c = s->capture;
   if (c->invalidated) {
     set_error("simcann: %s on stream %u: its capture is invalidated (rule 507903)", name, s->id);
@@ -162,6 +177,7 @@ aclError add_captured(Stream* s, const char* name, Task fn, std::vector<CheckedR
   t.fn = std::move(fn);
   t.ranges = std::move(ranges);
   t.stream_id = s->id;
+  t.cond = std::move(cond);
   c->model->tasks.push_back(std::move(t));
   if (s->sampling) s->sampling->tasks.push_back(c->model->tasks.size() - 1);
   s->last_capture_pos = ++c->next_pos;
@@ -218,6 +234,75 @@ bool any_active_capture_on_device(int device) {
 
 aclError capture_add_task(Stream* s, const char* name, Task fn, std::vector<CheckedRange> ranges) {
   return add_captured(s, name, std::move(fn), std::move(ranges));
+}
+
+aclError capture_add_cond_task(Stream* s, std::shared_ptr<CondHandle> h,
+                               std::vector<CheckedRange> ranges) {
+  return add_captured(
+      s, "aclmdlRIAddCondTask", [] { return ACL_SUCCESS; }, std::move(ranges), std::move(h));
+}
+
+std::shared_ptr<Model> new_model(int device, bool sub) {
+  Models& ms = models();
+  auto m = std::make_shared<Model>();
+  m->id = ms.next_model_id++;
+  m->device = device;
+  m->sub = sub;
+  m->capturing = !sub;
+  m->begun = !sub;
+  ms.live[m.get()] = m;
+  return m;
+}
+
+void forget_model(Model* m) {
+  forget_groups(m);
+  models().live.erase(m);
+}
+
+std::shared_ptr<Capture> capture_of(const Model* m) {
+  for (auto& c : models().active) {
+    if (c->model.get() == m) return c;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<Capture> start_capture(Stream* s, aclmdlRICaptureMode mode,
+                                       std::shared_ptr<Model> m) {
+  Models& ms = models();
+  auto c = std::make_shared<Capture>();
+  c->id = ms.next_capture_id++;
+  c->device = s->device;
+  c->mode = mode;
+  c->begin_thread = std::this_thread::get_id();
+  c->origin = s;
+  m->capturing = true;
+  m->begun = true;
+  c->model = std::move(m);
+  c->streams.push_back(s);
+  ms.active.push_back(c);
+  s->capture = c;
+  s->last_capture_pos = 0;
+  s->last_capture_record_event = 0;
+  return c;
+}
+
+void replay_tasks(Model& m, Stream* s) {
+  // Each task is read when the replay reaches it: an update may replace it meanwhile
+  // (Note [Task update]).
+  for (size_t i = 0; i < m.tasks.size(); ++i) {
+    int64_t us = config().task_delay_us.load();
+    if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
+    CapturedTask ct;
+    {
+      std::lock_guard<std::mutex> lock(m.mu);
+      ct = m.tasks[i];
+    }
+    if (ct.cond) {
+      run_cond_task(*ct.cond, s);
+    } else {
+      run_task_checked(ct.name, ct.fn, ct.ranges, s);
+    }
+  }
 }
 
 aclError capture_record_event(Stream* s, Event* e) {
@@ -387,22 +472,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICa
               static_cast<long long>(n));
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
   }
-  Models& ms = models();
-  auto c = std::make_shared<Capture>();
-  c->id = ms.next_capture_id++;
-  c->device = s->device;
-  c->mode = mode;
-  c->begin_thread = std::this_thread::get_id();
-  c->origin = s;
-  c->model = std::make_shared<Model>();
-  c->model->id = ms.next_model_id++;
-  c->model->device = s->device;
-  c->streams.push_back(s);
-  ms.live[c->model.get()] = c->model;
-  ms.active.push_back(c);
-  s->capture = c;
-  s->last_capture_pos = 0;
-  s->last_capture_record_event = 0;
+  std::shared_ptr<Capture> c = start_capture(s, mode, new_model(s->device, false));
   log("capture begin: stream %u, mode %d, model %u", s->id, static_cast<int>(mode), c->model->id);
   return ACL_SUCCESS;
 }
@@ -426,17 +496,28 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream,
 }
 
 // StreamEndCapture (context_aclgraph.cc): order of checks and what each failure leaves behind.
+// The output model (v100/api_impl_aclgraph.cc ApiImpl::StreamEndCapture): the capture of a root
+// model needs a non-null modelRI (107000, the capture stays active) and a failure sets it to NULL;
+// a sub model's capture (conditional nodes, cond.cpp) may pass NULL and a failure -- or a stream
+// that is not capturing -- leaves *modelRI untouched; success writes the model.
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
   SIMCANN_API();
-  if (modelRI) *modelRI = nullptr;
   if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream* s = to_stream(stream);
+  DeferredFree freed;
   std::lock_guard<std::mutex> lock(capture_mutex());
   std::shared_ptr<Capture> c = s->capture;
   if (!c) {
     set_error("simcann: aclmdlRICaptureEnd: stream %u is not capturing (rule 107029)", s->id);
     return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
   }
+  const bool root = !c->model->sub;
+  if (root && modelRI == nullptr) {
+    set_error("simcann: aclmdlRICaptureEnd: null modelRI for the capture of a root model (rule "
+              "107000); the capture stays active");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  if (root) *modelRI = nullptr;
   if (c->origin != s) {
     set_error("simcann: aclmdlRICaptureEnd: the capture was not begun on stream %u, it joined "
               "through an event (rule 107036)",
@@ -448,7 +529,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* mo
     // The source exits the capture without destroying the model (ClearCaptureModel(ctx, stm)).
     set_error("simcann: aclmdlRICaptureEnd from another thread than aclmdlRICaptureBegin in a "
               "non-RELAXED capture (rule 107038); the stream leaves the capture");
-    finish_capture(c, false);
+    finish_capture(c, false, &freed);
     return ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD;
   }
   Config& cfg = config();
@@ -461,25 +542,38 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* mo
   if (c->invalidated) {
     set_error("simcann: aclmdlRICaptureEnd: the capture was invalidated (rule 507903); the model "
               "is destroyed");
-    finish_capture(c, true);
+    finish_capture(c, true, &freed);
     return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  // CheckSubModelsIsEndCapture (context_aclgraph.cc, capture_model.cc): every sub model made by a
+  // conditional task of this model (recursively) must have ended its capture (READY); one still
+  // capturing, never captured or whose capture failed fails the end with
+  // ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING and destroys this model (unless it is a sub model).
+  const Model* pending = nullptr;
+  if (!sub_models_ready(*c->model, &pending)) {
+    set_error("simcann: aclmdlRICaptureEnd: sub model %u of model %u has not ended its capture "
+              "(rule %d, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING); the model is destroyed",
+              pending->id, c->model->id, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING);
+    finish_capture(c, true, &freed);
+    return ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING;
   }
   if (!c->open_groups.empty()) {
     // CheckCaptureModelValidity (context_aclgraph.cc) checks open task groups first.
     set_error("simcann: aclmdlRICaptureEnd: a task group is still open on stream %u (rule 107033); "
               "the model is destroyed",
               (*c->open_groups.begin())->id);
-    finish_capture(c, true);
+    finish_capture(c, true, &freed);
     return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
   }
   if (Stream* u = unjoined_stream(*c)) {
     set_error("simcann: aclmdlRICaptureEnd: stream %u joined the capture but was not joined back "
               "to the origin stream %u (rule 107025); the model is destroyed",
               u->id, s->id);
-    finish_capture(c, true);
+    finish_capture(c, true, &freed);
     return ACL_ERROR_RT_STREAM_UNJOINED;
   }
-  finish_capture(c, false);
+  finish_capture(c, false, &freed);
+  c->model->ready = true;
   if (modelRI) *modelRI = c->model.get();
   log("capture end: stream %u, model %u, %zu tasks", s->id, c->model->id, c->model->tasks.size());
   return ACL_SUCCESS;
@@ -507,16 +601,26 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream 
       set_error("simcann: aclmdlRIExecuteAsync: unknown or destroyed model %p", modelRI);
       return ACL_ERROR_INVALID_PARAM;
     }
-    if (m->capturing) {
-      set_error("simcann: aclmdlRIExecuteAsync: model %u is still being captured (rule 107026)",
-                m->id);
-      return ACL_ERROR_RT_MODEL_CAPTURED;
-    }
+    // Order of api_error.cc ApiErrorDecorator::ModelExecute, then CaptureModel::CheckExecuteReady.
     if (s->capture) {
       set_error("simcann: aclmdlRIExecuteAsync on stream %u, which is capturing (rule 107027)",
                 s->id);
       return ACL_ERROR_RT_STREAM_CAPTURED;
     }
+    if (m->sub) {
+      set_error("simcann: aclmdlRIExecuteAsync: model %u is a sub model of a conditional task; "
+                "only its root model executes (rule 207000, api_error.cc ModelExecute)",
+                m->id);
+      return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    }
+    if (m->capturing) {
+      set_error("simcann: aclmdlRIExecuteAsync: model %u is still being captured (rule 107026)",
+                m->id);
+      return ACL_ERROR_RT_MODEL_CAPTURED;
+    }
+    // CaptureModel::PreModelExecute assigns the default condition values before the execute task
+    // is allocated (Note [Conditional nodes] in cond.cpp).
+    assign_default_cond_values(*m);
     // The model-execute task is no kernel (model.cc AllocTask): Note [Task groups].
     aclError e = refuse_if_updating(s, "aclmdlRIExecuteAsync");
     if (e != ACL_SUCCESS) return e;
@@ -529,18 +633,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream 
   t.name = "aclmdlRIExecuteAsync";
   t.delay = false;
   t.fn = [m, s] {
-    // Each task is read when the replay reaches it: an update may replace it meanwhile
-    // (Note [Task update]).
-    for (size_t i = 0; i < m->tasks.size(); ++i) {
-      int64_t us = config().task_delay_us.load();
-      if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
-      CapturedTask ct;
-      {
-        std::lock_guard<std::mutex> lock(m->mu);
-        ct = m->tasks[i];
-      }
-      run_task_checked(ct.name, ct.fn, ct.ranges, s);
-    }
+    replay_tasks(*m, s);
     {
       std::lock_guard<std::mutex> lock(m->mu);
       --m->running;
@@ -562,6 +655,14 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
       set_error("simcann: aclmdlRIDestroy: unknown or destroyed model %p", modelRI);
       return ACL_ERROR_INVALID_PARAM;
     }
+    if (m->sub) {
+      // api_error.cc ApiErrorDecorator::ModelDestroy; 15_model_running_instance__management.md
+      // (aclmdlRICaptureToModelRIBegin: "该模型运行实例不支持aclmdlRIDestroy").
+      set_error("simcann: aclmdlRIDestroy: model %u is a sub model of a conditional task; it is "
+                "destroyed with its root model (rule 207000)",
+                m->id);
+      return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    }
     if (m->capturing) {
       set_error("simcann: aclmdlRIDestroy: model %u is being captured (rule 107026)", m->id);
       return ACL_ERROR_RT_MODEL_CAPTURED;
@@ -570,8 +671,16 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
     models().live.erase(m.get());
   }
   // Destroying a running model waits for its replays (facts note).
-  std::unique_lock<std::mutex> lock(m->mu);
-  m->cv.wait(lock, [&m] { return m->running == 0; });
+  {
+    std::unique_lock<std::mutex> lock(m->mu);
+    m->cv.wait(lock, [&m] { return m->running == 0; });
+  }
+  // Then what it owns goes: condition handles (their device memory) and sub models
+  // (capture_model.cc ~CaptureModel deletes its condHandles_; cond_handle.cc ~CondHandle destroys
+  // the sub models and frees the condition value).
+  DeferredFree freed;
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  destroy_cond_nodes(*m, &freed.ptrs);
   return ACL_SUCCESS;
 }
 

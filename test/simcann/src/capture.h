@@ -24,4 +24,40 @@ aclError refuse_if_updating(Stream* s, const char* api);
 void push_task(Stream* s, QueuedTask t);
 aclError refuse_if_capturing(Stream* s, const char* api);
 
+// ---- shared by capture.cpp and cond.cpp (conditional nodes) ----
+// All of these are called with capture_mutex() held unless said otherwise.
+
+// A new model, registered as live (a handle find_model knows). A sub model starts in status NONE
+// (not capturing, not begun).
+std::shared_ptr<Model> new_model(int device, bool sub);
+// Unregisters a model: its handle is dead from now on.
+void forget_model(Model* m);
+// The active capture recording into `m`, or nullptr.
+std::shared_ptr<Capture> capture_of(const Model* m);
+// Starts capturing `s` into `m` (`m` not yet recorded into), as aclmdlRICaptureBegin does after
+// its checks.
+std::shared_ptr<Capture> start_capture(Stream* s, aclmdlRICaptureMode mode,
+                                       std::shared_ptr<Model> m);
+// Adds a conditional task on the capturing stream `s` (like capture_add_task).
+aclError capture_add_cond_task(Stream* s, std::shared_ptr<CondHandle> h,
+                               std::vector<CheckedRange> ranges);
+
+// Replays the tasks of `m` in order on the worker of `s` (Note [Replay order]). No lock held.
+void replay_tasks(Model& m, Stream* s);
+
+// cond.cpp. run_cond_task: on the replay worker, no lock held.
+void run_cond_task(const CondHandle& h, Stream* s);
+// At aclmdlRIExecuteAsync (host side): condition values of handles created with
+// ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT are set to their default.
+void assign_default_cond_values(Model& root);
+// True if every sub model below `m` (through its conditional tasks) ended its capture; else
+// false and *first names one that did not.
+bool sub_models_ready(const Model& m, const Model** first);
+// Destroys what a model owns for its conditional nodes: its condition handles (their device
+// memory is appended to *to_free, to be freed by the caller after releasing capture_mutex()) and,
+// recursively, its sub models (a capture still recording into one is invalidated).
+void destroy_cond_nodes(Model& m, std::vector<void*>* to_free);
+// Frees what destroy_cond_nodes collected. No lock held.
+void free_cond_memory(const std::vector<void*>& to_free);
+
 }  // namespace simcann

@@ -211,6 +211,12 @@ bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges) {
   return ok;
 }
 
+aclError runtime_device_malloc(void** devPtr, size_t size, const char* api) {
+  return device_malloc(devPtr, size, api);
+}
+
+void runtime_device_free(void* devPtr) { remove(devPtr, MemKind::kDevice, true); }
+
 int64_t host_bytes_live() { return registry().host_bytes; }
 int64_t device_bytes_live() { return registry().device_bytes; }
 

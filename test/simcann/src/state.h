@@ -35,6 +35,13 @@
 #ifndef ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT
 #define ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT 507009
 #endif
+// Conditional nodes (cond.cpp). The 2.13 wheel's rt_error_codes.h says 107046 (107045 is its
+// ACL_ERROR_RT_STREAM_NOT_SUPPORT_OPERA); hicann/runtime's include/external/acl/error_codes/
+// rt_error_codes.h (commit 674da0339 "aclgraph cond op") says 107045. The wheel's header wins
+// where it defines the name (it is what torch_npu is built against); older headers lack both.
+#ifndef ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING
+#define ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING 107046
+#endif
 
 namespace simcann {
 
@@ -97,6 +104,11 @@ std::shared_mutex& free_gate();
 // Returns false (and reports a violation) if some range's memory is gone: the task must not run.
 bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
 
+// Device memory the runtime allocates for itself (a condition handle's value, cond.cpp): a live
+// device allocation like aclrtMalloc's, counted in simcann_device_bytes_live().
+aclError runtime_device_malloc(void** devPtr, size_t size, const char* api);
+void runtime_device_free(void* devPtr);
+
 // ---- devices / threads ----
 // Cores of one simulated die (an Ascend910B2; also used for the A3 part): what aclrtGetDeviceInfo
 // and aclGetDeviceCapability report and the hardware default of the resource limits.
@@ -109,6 +121,7 @@ int device_or_default();
 // ---- streams, events, capture ----
 struct Capture;
 struct Model;
+struct CondHandle;  // cond.cpp
 struct TaskGroup;
 
 // A stream's task-group status (StreamTaskGroupStatus in hicann src/runtime/core/src/stream/
@@ -173,6 +186,9 @@ struct CapturedTask {
   Task fn;
   std::vector<CheckedRange> ranges;
   uint32_t stream_id = 0;
+  // A conditional task (aclmdlRIAddCondTask): replay reads the handle's condition value and runs
+  // the chosen sub models instead of `fn` (cond.cpp, run_cond_task).
+  std::shared_ptr<CondHandle> cond;
 };
 
 // A task group (hicann stream.hpp `TaskGroup`): the positions, in its model, of the kernel tasks
@@ -193,6 +209,13 @@ struct Model {
   std::vector<CapturedTask> tasks;
   std::vector<std::shared_ptr<TaskGroup>> groups;  // guarded by capture_mutex()
   bool capturing = true;                           // guarded by capture_mutex()
+  // Conditional nodes (cond.cpp), guarded by capture_mutex(). A sub model is made by
+  // aclmdlRIAddCondTask and captured with aclmdlRICaptureToModelRIBegin; `begun` once that call
+  // succeeded (its status left NONE), `ready` once aclmdlRICaptureEnd succeeded (READY).
+  bool sub = false;
+  bool begun = true;
+  bool ready = false;
+  std::vector<std::shared_ptr<CondHandle>> cond_handles;  // made on this model, it owns them
   std::mutex mu;
   std::condition_variable cv;
   int running = 0;  // replays enqueued and not finished

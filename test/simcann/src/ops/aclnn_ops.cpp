@@ -1,4 +1,5 @@
-// The aclnn entry points the simulator implements: fill, zero, one, copy/cast, add, mul.
+// The aclnn entry points the simulator implements: fill, zero, one, copy/cast, add, mul, sub,
+// div, logical not.
 //
 // Which ones torch_npu calls (op-plugin op_plugin/ops/opapi/*KernelNpuOpApi.cpp, confirmed with
 // SIMCANN_TRACE=1 on torch_npu 2.10 and 2.13, see test/simcann/tests/test_ops.py):
@@ -14,6 +15,9 @@
 //   a * b, a * s, a *= b, a *= s  -> aclnnMul / aclnnMuls / aclnnInplaceMul / aclnnInplaceMuls
 //   a - b, a - s, -=              -> aclnnSub / aclnnSubs / aclnnInplaceSub / aclnnInplaceSubs
 //   a / b, a / s, /=              -> aclnnDiv / aclnnDivs / aclnnInplaceDiv / aclnnInplaceDivs
+//   logical_not, logical_not_     -> aclnnLogicalNot(self, out) / aclnnInplaceLogicalNot(selfRef)
+//                                    (torch_npu 2.13 _npugraph_conditional_nodes.py: the false
+//                                    branch of torch.cond captured as an IF node)
 // Prototypes: CANN aclnn API reference (aclnn_add.h, aclnn_mul.h, aclnn_copy.h,
 // aclnn_fill_scalar.h, aclnn_zero.h, aclnn_cast.h ...), and the argument order of the EXEC_NPU_CMD
 // calls above. Every phase-2 function has the signature
@@ -90,6 +94,19 @@ aclnnStatus copy(const char* op, const aclTensor* out, const aclTensor* src, uin
   SIMCANN_CHECK(check_tensor(op, "out", out));
   SIMCANN_CHECK(check_broadcast(op, view_of(out), view_of(src)));
   return finish(op, make_copy_kernel(view_of(out), view_of(src)), ws, ex);
+}
+
+// out = !self; out has self's shape (CANN aclnnLogicalNot&aclnnInplaceLogicalNot: "shape与self
+// 一致"), any element type of the elementwise ops on either side.
+aclnnStatus logical_not(const char* op, const aclTensor* self, const aclTensor* out, uint64_t* ws,
+                        aclOpExecutor** ex) {
+  SIMCANN_CHECK(check_tensor(op, "self", self));
+  SIMCANN_CHECK(check_tensor(op, "out", out));
+  if (view_of(self).sizes != view_of(out).sizes) {
+    set_error("simcann: %s: out must have self's shape", op);
+    return kErrInvalid;
+  }
+  return finish(op, make_logical_not_kernel(view_of(out), view_of(self)), ws, ex);
 }
 
 // out = a (op) alpha * b, where a / b are each a tensor or a scalar.
@@ -286,6 +303,20 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor* self, aclDataType dtype, 
   return simcann::ops::copy(op, out, self, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnCast)
+
+// ---- logical not (CANN aclnn_logical_not.h) ------------------------------------------------
+
+aclnnStatus aclnnLogicalNotGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
+                                            aclOpExecutor** ex) {
+  return simcann::ops::logical_not("aclnnLogicalNot", self, out, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnLogicalNot)
+
+aclnnStatus aclnnInplaceLogicalNotGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws,
+                                                   aclOpExecutor** ex) {
+  return simcann::ops::logical_not("aclnnInplaceLogicalNot", selfRef, selfRef, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceLogicalNot)
 
 // ---- add ----------------------------------------------------------------------------------
 

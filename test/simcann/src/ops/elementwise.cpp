@@ -1,4 +1,4 @@
-// Elementwise kernels of the simulated device: fill, copy/cast, add, mul.
+// Elementwise kernels of the simulated device: fill, copy/cast, add, mul, logical not.
 //
 // Every kernel walks the output view with its strides (so strided views work, and inputs are
 // broadcast NumPy-style to the output shape) and reads its inputs when it runs: on the stream's
@@ -543,6 +543,36 @@ class ArangeKernel : public Kernel {
   ScalarValue step_;
 };
 
+// out = !self: an element is true unless it compares equal to zero (CANN aclnnLogicalNot: "如果
+// 输入Tensor不是bool类型，则将零视为False，非零视为True"); stored as out's type (1 / 0).
+class LogicalNotKernel : public Kernel {
+ public:
+  LogicalNotKernel(const TensorView& out, const TensorView& self) : out_(out), self_(self) {}
+
+  aclError run() const override {
+    std::vector<Walker> ops = {make_walker(out_, out_.sizes), make_walker(self_, out_.sizes)};
+    const aclDataType od = out_.dtype;
+    const aclDataType sd = self_.dtype;
+    const bool floating = dtype_is_floating(sd);
+    for_each_element(out_.sizes, ops, [&](std::vector<char*>& p) {
+      const bool zero = floating ? load<double>(sd, p[1]) == 0.0 : load<int64_t>(sd, p[1]) == 0;
+      store<int64_t>(od, p[0], zero ? 1 : 0);
+    });
+    return ACL_SUCCESS;
+  }
+
+  std::vector<MemRange> ranges() const override {
+    std::vector<MemRange> r;
+    add_range(&r, self_, false);
+    add_range(&r, out_, true);
+    return r;
+  }
+
+ private:
+  TensorView out_;
+  TensorView self_;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -578,6 +608,10 @@ std::shared_ptr<Kernel> make_arange_kernel(const TensorView& out, const ScalarVa
 
 std::shared_ptr<Kernel> make_binary_kernel(const TensorView& out, const BinaryArgs& args) {
   return std::make_shared<BinaryKernel>(out, args);
+}
+
+std::shared_ptr<Kernel> make_logical_not_kernel(const TensorView& out, const TensorView& self) {
+  return std::make_shared<LogicalNotKernel>(out, self);
 }
 
 }  // namespace ops

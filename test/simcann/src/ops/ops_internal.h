@@ -92,6 +92,8 @@ struct BinaryArgs {
   ScalarValue alpha;  // used by kAdd / kSub only
 };
 std::shared_ptr<Kernel> make_binary_kernel(const TensorView& out, const BinaryArgs& args);
+// out = !self elementwise (zero is false, anything else true; NaN is true), in out's type.
+std::shared_ptr<Kernel> make_logical_not_kernel(const TensorView& out, const TensorView& self);
 
 // Argument validation. Each returns kOk, or sets the error message (naming `op`) and returns an
 // aclnn error code.

@@ -316,31 +316,59 @@ aclError capture_record_event(Stream* s, Event* e) {
   return ACL_SUCCESS;
 }
 
-// aclrtStreamWaitEvent on a captured event pulls the waiting stream into that capture (facts note:
-// "cross-stream capture"; aclgraph.md, multi-stream capture). A capturing stream waiting on an
-// event recorded outside any capture records a no-op: that work is done before any replay.
+namespace {
+
+// aclrtStreamWaitEvent on a capturing stream for an event no running capture recorded (Note
+// [Events in capture] in stream.cpp; ApiImpl::StreamWaitEvent, Event::WaitSendCheck).
+aclError wait_uncaptured_event(Stream* s, Event* e) {
+  if (!e->new_mode && e->flags != kEventExternal) {
+    set_error("simcann: aclrtStreamWaitEvent on capturing stream %u: an event made by "
+              "aclrtCreateEvent / aclrtCreateEventWithFlag is not supported in a capture (rule "
+              "207000; the capture stays active)",
+              s->id);
+    return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+  }
+  if (e->new_mode && e->has_record) {
+    set_error("simcann: aclrtStreamWaitEvent on capturing stream %u: the event was recorded "
+              "outside any running capture, so its record is not in the model (rule 107024, "
+              "RT_ERROR_STREAM_CAPTURE_ISOLATION; wait on it before the capture, or use "
+              "ACL_EVENT_WAIT_EXTERNAL; the capture stays active)",
+              s->id);
+    return ACL_ERROR_RT_CAPTURE_DEPENDENCY;
+  }
+  if (e->new_mode) {
+    log("aclrtStreamWaitEvent on capturing stream %u: event never recorded outside a capture: "
+        "nothing to wait for, nothing captured",
+        s->id);
+    return ACL_SUCCESS;
+  }
+  // An ACL_EVENT_EXTERNAL event: the runtime captures a wait on it; external events are not
+  // modelled (README "Not modelled"): a no-op task.
+  return add_captured(s, "aclrtStreamWaitEvent", [] { return ACL_SUCCESS; }, {});
+}
+
+}  // namespace
+
+// aclrtStreamWaitEvent on an event captured by a running capture pulls the waiting stream into
+// that capture (facts note: "cross-stream capture"; aclgraph.md, multi-stream capture).
 aclError capture_wait_event(Stream* s, Event* e) {
-  std::shared_ptr<Capture> ec =
-      (e->captured_by && e->captured_by->active) ? e->captured_by : nullptr;
-  if (ec) {
-    if (s->capture && s->capture != ec) {
-      set_error("simcann: aclrtStreamWaitEvent: the event was captured by another capture than the "
-                "one stream %u belongs to (rule 107024)",
-                s->id);
-      return ACL_ERROR_RT_CAPTURE_DEPENDENCY;
-    }
-    if (!s->capture) {
-      s->capture = ec;
-      ec->streams.push_back(s);
-      log("stream %u joins the capture of model %u", s->id, ec->model->id);
-    }
+  if (!e->captured_by || !e->captured_by->active) return wait_uncaptured_event(s, e);
+  std::shared_ptr<Capture> ec = e->captured_by;
+  if (s->capture && s->capture != ec) {
+    set_error("simcann: aclrtStreamWaitEvent: the event was captured by another capture than the "
+              "one stream %u belongs to (rule 107024)",
+              s->id);
+    return ACL_ERROR_RT_CAPTURE_DEPENDENCY;
+  }
+  if (!s->capture) {
+    s->capture = ec;
+    ec->streams.push_back(s);
+    log("stream %u joins the capture of model %u", s->id, ec->model->id);
   }
   aclError err = add_captured(s, "aclrtStreamWaitEvent", [] { return ACL_SUCCESS; }, {});
   if (err != ACL_SUCCESS) return err;
-  if (ec) {
-    e->captured_waited = true;
-    if (s == ec->origin) e->captured_waited_by_origin = true;
-  }
+  e->captured_waited = true;
+  if (s == ec->origin) e->captured_waited_by_origin = true;
   return ACL_SUCCESS;
 }
 

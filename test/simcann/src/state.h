@@ -166,16 +166,36 @@ struct Stream {
   bool res_limit_set[2] = {false, false};
 };
 
+// Event flag bits. The ACL_EVENT_* values of acl_rt.h are the runtime's RT_EVENT_* bits (hicann
+// pkg_inc/runtime/runtime/event.h); aclrtCreateEvent makes an RT_EVENT_DEFAULT event
+// (src/runtime/api/api_c_event.cc rtEventCreate). Spelled out here: 2.9's headers lack some.
+constexpr uint32_t kEventSync = 0x01U;            // ACL_EVENT_SYNC (RT_EVENT_DDSYNC_NS)
+constexpr uint32_t kEventStreamProgress = 0x02U;  // ACL_EVENT_CAPTURE_STREAM_PROGRESS
+constexpr uint32_t kEventDdsync = 0x04U;          // RT_EVENT_DDSYNC (no ACL name)
+constexpr uint32_t kEventTimeLine = 0x08U;        // ACL_EVENT_TIME_LINE
+constexpr uint32_t kEventDeviceOnly = 0x10U;      // ACL_EVENT_DEVICE_USE_ONLY (RT_EVENT_MC2)
+constexpr uint32_t kEventExternal = 0x20U;        // ACL_EVENT_EXTERNAL
+constexpr uint32_t kEventIpc = 0x40U;             // ACL_EVENT_IPC
+constexpr uint32_t kEventDefault = kEventDdsync | kEventTimeLine | kEventStreamProgress;
+
 struct Event {
   uint64_t id = 0;
-  uint32_t flags = 0;
+  uint32_t flags = 0;  // kEvent* bits
+  // Made by aclrtCreateEventExWithFlag (the runtime's "new mode", Event::IsNewMode), not by
+  // aclrtCreateEvent / aclrtCreateEventWithFlag. Note [Events in capture] in stream.cpp.
+  bool new_mode = false;
   std::mutex mu;
   std::condition_variable cv;
   uint64_t recorded = 0;   // generation of the last (eager) record
   uint64_t completed = 0;  // highest generation the device has reached
   double complete_time_ms = 0.0;
   // capture (guarded by capture_mutex())
-  std::shared_ptr<Capture> captured_by;  // capture that recorded it last (while active)
+  // Some eager record was ever issued (the runtime's Event::HasRecord: set by a record outside
+  // capture, not cleared when it completes, not set by a captured record).
+  bool has_record = false;
+  // The capture that captured a record of it; it stays "captured" until that capture ends, even if
+  // recorded eagerly meanwhile (Note [Events in capture]).
+  std::shared_ptr<Capture> captured_by;
   Stream* captured_on = nullptr;
   bool captured_waited = false;         // some capture stream waited on the captured record
   bool captured_waited_by_origin = false;

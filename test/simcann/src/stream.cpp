@@ -239,7 +239,8 @@ void event_mark_complete(Event* e, uint64_t gen) {
   e->cv.notify_all();
 }
 
-// Rule 107028: the last record of `e` was captured by a capture that is still running.
+// Rule 107028: a record of `e` was captured by a capture that is still running (eager records
+// since do not change that: Note [Events in capture]).
 aclError refuse_if_event_captured(Event* e, const char* api) {
   std::lock_guard<std::mutex> lock(capture_mutex());
   if (e->captured_by && e->captured_by->active) {
@@ -250,6 +251,79 @@ aclError refuse_if_event_captured(Event* e, const char* api) {
   }
   return ACL_SUCCESS;
 }
+
+// Note [Events in capture]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Sources (hicann/runtime): src/runtime/api/impl/api_error.cc (ApiErrorDecorator::StreamWaitEvent,
+// ApiErrorDecorator::EventRecord), src/runtime/api/impl/api_impl.cc (ApiImpl::StreamWaitEvent,
+// ApiImpl::EventRecord, ApiImpl::EventCreate / EventCreateEx; api_impl_david.cc has the same wait
+// rules), src/runtime/core/src/event/event.cc (Event::Wait, Event::WaitSendCheck,
+// Event::UpdateLatestRecord), src/runtime/feature/aclgraph/event_capture.cc (Event::IsCapturing),
+// src/runtime/feature/aclgraph/capture_model.cc (CaptureModel::ExitCaptureNotify),
+// src/runtime/api/api_c_stream.cc (rtStreamWaitEvent), src/runtime/core/src/common/
+// errcode_manage.cc (RT_ERROR_STREAM_CAPTURE_ISOLATION -> 107024 ACL_ERROR_RT_CAPTURE_DEPENDENCY,
+// RT_ERROR_FEATURE_NOT_SUPPORT -> 207000, RT_ERROR_INVALID_VALUE -> 107000),
+// docs/zh/api_ref/07_event_management.md (an event made without ACL_EVENT_SYNC cannot be waited
+// on).
+// aclrtCreateEventExWithFlag makes a "new mode" event, aclrtCreateEvent / aclrtCreateEventWithFlag
+// an old one (torch_npu uses the Ex call whenever it exists, the old one for ACL_EVENT_EXTERNAL).
+// An event is captured (Event::IsCapturing) from a record captured on a capturing stream until
+// that capture ends (ExitCaptureNotify): an eager record meanwhile does not change that.
+// aclrtStreamWaitEvent(s, e), in the runtime's order:
+//  * e has ACL_EVENT_DEVICE_USE_ONLY: 107000; e is an IPC event and s is capturing: 207000.
+//  * e has none of ACL_EVENT_SYNC / RT_EVENT_DDSYNC / ACL_EVENT_EXTERNAL / ACL_EVENT_IPC (e.g.
+//    only ACL_EVENT_CAPTURE_STREAM_PROGRESS and/or ACL_EVENT_TIME_LINE, IsEventWithoutWaitTask):
+//    207000, capturing or not.
+//  * e captured by a running capture: the cross-stream rules of capture.cpp.
+//  * otherwise, s capturing (ACTIVE or INVALIDATED):
+//     - an old-mode event other than ACL_EVENT_EXTERNAL: 207000;
+//     - a new-mode event ever recorded outside a capture (HasRecord: set by the record, kept when
+//       it completes, however long ago): 107024 -- "the event wait task has no corresponding event
+//       record task"; the runtime points to aclrtStreamWaitEventWithFlag(ACL_EVENT_WAIT_EXTERNAL);
+//     - a new-mode event never recorded outside a capture (never, or only by captures that have
+//       ended): success, nothing captured (WaitSendCheck "wait first, return suc");
+//     - an ACL_EVENT_EXTERNAL event: a captured wait (external events are not modelled: no-op).
+//    Each refusal returns before any task exists, so the capture stays ACTIVE; no capture mode
+//    is consulted.
+//  * otherwise (eager): an old-mode event never recorded, without ACL_EVENT_SYNC or
+//    ACL_EVENT_EXTERNAL: 107000 ("The event has not been recorded"); any other event never
+//    recorded: nothing to wait for.
+// aclrtRecordEvent(e, s): ACL_EVENT_DEVICE_USE_ONLY 107000; with s capturing: IPC 207000, an
+// ACL_EVENT_EXTERNAL event is recorded into the model (not modelled further), an old-mode event
+// 207000, an event that cannot be waited on (above; torch_npu's host-allocator events,
+// ACL_EVENT_CAPTURE_STREAM_PROGRESS) success and nothing at all ("The event flag is not supported
+// in capture mode": it is not captured and keeps its pre-capture state); else the record is
+// captured (capture.cpp).
+namespace {
+
+bool without_wait_task(const Event* e) {
+  return (e->flags & (kEventSync | kEventDdsync | kEventExternal | kEventIpc)) == 0;
+}
+
+// The flag checks of ApiErrorDecorator::StreamWaitEvent / EventRecord. Caller holds
+// capture_mutex().
+aclError refuse_event_flags(Event* e, Stream* s, const char* api, bool wait) {
+  if ((e->flags & kEventDeviceOnly) != 0) {
+    set_error("simcann: %s: event flags %#x include ACL_EVENT_DEVICE_USE_ONLY, device-only events "
+              "can be used only on the device (rule 107000)",
+              api, e->flags);
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  if (e->flags == kEventIpc && s->capture) {
+    set_error("simcann: %s: an ACL_EVENT_IPC event on capturing stream %u (rule 207000)", api,
+              s->id);
+    return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+  }
+  if (wait && without_wait_task(e)) {
+    set_error("simcann: %s: event flags %#x have no ACL_EVENT_SYNC: the event cannot be waited on "
+              "(rule 207000)",
+              api, e->flags);
+    return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace
 
 }  // namespace simcann
 
@@ -387,28 +461,29 @@ ACL_FUNC_VISIBILITY aclError aclrtProcessReport(int32_t timeout) {
 }
 
 // ---- events ----
-static aclError create_event(aclrtEvent* event, uint32_t flags) {
+static aclError create_event(aclrtEvent* event, uint32_t flags, bool new_mode) {
   if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
   auto* e = new Event();
   e->id = g_next_event_id++;
   e->flags = flags;
+  e->new_mode = new_mode;
   *event = e;
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateEvent(aclrtEvent* event) {
   SIMCANN_API();
-  return create_event(event, 0);
+  return create_event(event, kEventDefault, false);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventWithFlag(aclrtEvent* event, uint32_t flag) {
   SIMCANN_API();
-  return create_event(event, flag);
+  return create_event(event, flag, false);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent* event, uint32_t flag) {
   SIMCANN_API();
-  return create_event(event, flag);
+  return create_event(event, flag, true);
 }
 
 // Note [Destroyed events]: like streams, Event objects are never freed: a queued record task
@@ -425,11 +500,29 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
   if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream* s = to_stream(stream);
   {
+    // Note [Events in capture]
     std::lock_guard<std::mutex> lock(capture_mutex());
-    aclError err = refuse_if_updating(s, "aclrtRecordEvent");
+    aclError err = refuse_event_flags(e, s, "aclrtRecordEvent", /*wait=*/false);
     if (err != ACL_SUCCESS) return err;
-    if (s->capture) return capture_record_event(s, e);
-    e->captured_by.reset();
+    err = refuse_if_updating(s, "aclrtRecordEvent");
+    if (err != ACL_SUCCESS) return err;
+    if (s->capture) {
+      if (e->flags != kEventExternal && !e->new_mode) {
+        set_error("simcann: aclrtRecordEvent on capturing stream %u: an event made by "
+                  "aclrtCreateEvent / aclrtCreateEventWithFlag cannot be captured, only one made "
+                  "by aclrtCreateEventExWithFlag (rule 207000; the capture stays active)",
+                  s->id);
+        return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+      }
+      if (e->flags != kEventExternal && without_wait_task(e)) {
+        log("aclrtRecordEvent on capturing stream %u: event flags %#x cannot be waited on: "
+            "nothing recorded",
+            s->id, e->flags);
+        return ACL_SUCCESS;
+      }
+      return capture_record_event(s, e);
+    }
+    e->has_record = true;  // e stays captured if a running capture recorded it
   }
   uint64_t gen;
   {
@@ -468,11 +561,20 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent
   if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream* s = to_stream(stream);
   {
+    // Note [Events in capture]
     std::lock_guard<std::mutex> lock(capture_mutex());
-    aclError err = refuse_if_updating(s, "aclrtStreamWaitEvent");
+    aclError err = refuse_event_flags(e, s, "aclrtStreamWaitEvent", /*wait=*/true);
+    if (err != ACL_SUCCESS) return err;
+    err = refuse_if_updating(s, "aclrtStreamWaitEvent");
     if (err != ACL_SUCCESS) return err;
     if ((e->captured_by && e->captured_by->active) || s->capture) {
       return capture_wait_event(s, e);
+    }
+    if (!e->new_mode && !e->has_record && (e->flags & (kEventSync | kEventExternal)) == 0) {
+      set_error("simcann: aclrtStreamWaitEvent: the event (made by aclrtCreateEvent / "
+                "aclrtCreateEventWithFlag, flags %#x) has not been recorded (rule 107000)",
+                e->flags);
+      return ACL_ERROR_RT_PARAM_INVALID;
     }
   }
   uint64_t target;

@@ -36,6 +36,10 @@ aclrtMemcpy = _fn("aclrtMemcpy", args=[vp, c_size, vp, c_size, c_int])
 aclrtMemset = _fn("aclrtMemset", args=[vp, c_size, c_int, c_size])
 aclrtMemcpyAsync = _fn("aclrtMemcpyAsync", args=[vp, c_size, vp, c_size, c_int, vp])
 aclrtCreateEvent = _fn("aclrtCreateEvent", args=[ctypes.POINTER(vp)])
+aclrtCreateEventWithFlag = _fn(
+    "aclrtCreateEventWithFlag", args=[ctypes.POINTER(vp), ctypes.c_uint32])
+aclrtCreateEventExWithFlag = _fn(
+    "aclrtCreateEventExWithFlag", args=[ctypes.POINTER(vp), ctypes.c_uint32])
 aclrtRecordEvent = _fn("aclrtRecordEvent", args=[vp, vp])
 aclrtQueryEventStatus = _fn("aclrtQueryEventStatus", args=[vp, ctypes.POINTER(c_int)])
 aclrtSynchronizeEvent = _fn("aclrtSynchronizeEvent", args=[vp])
@@ -60,6 +64,9 @@ H2H, H2D, D2H, D2D = 0, 1, 2, 3
 GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2
 NONE, ACTIVE, INVALIDATED = 0, 1, 2
 NOT_READY, COMPLETE = 0, 1
+# acl_rt.h event flags
+EV_SYNC, EV_STREAM_PROGRESS, EV_TIME_LINE, EV_DEVICE_ONLY, EV_EXTERNAL, EV_IPC = (
+    0x1, 0x2, 0x8, 0x10, 0x20, 0x40)
 
 def err():
     m = aclGetRecentErrMsg()
@@ -80,9 +87,19 @@ def malloc_dev(n):
     assert aclrtMalloc(byref(p), n, 0) == 0
     return p
 
-def new_event():
+# An event as torch_npu makes one: aclrtCreateEventExWithFlag (ACL_EVENT_SYNC by default).
+def new_event(flags=EV_SYNC):
     e = vp()
-    assert aclrtCreateEvent(byref(e)) == 0
+    assert aclrtCreateEventExWithFlag(byref(e), flags) == 0
+    return e
+
+# An old-mode event: aclrtCreateEvent, or aclrtCreateEventWithFlag(flags).
+def new_event_old(flags=None):
+    e = vp()
+    if flags is None:
+        assert aclrtCreateEvent(byref(e)) == 0
+    else:
+        assert aclrtCreateEventWithFlag(byref(e), flags) == 0
     return e
 
 def info(s):

@@ -1,4 +1,8 @@
-"""Helpers imported by the stress snippets (each runs in a fresh interpreter via run_isolated).
+"""The one place of helpers shared by the stress scenarios (``test/stress/scenarios/*.py``).
+
+Each scenario is a file that runs by path in its own process (``run_scenario`` in
+``test/conftest.py``, or by hand in a pair's environment); it puts this directory on
+``sys.path``, imports what it needs from here, and ends with ``report(value)``.
 
 Importing this module imports torch, torch_npu and -- unless TORCH_NPU_PINPOOL=0 -- the plugin.
 """
@@ -7,7 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import os
+import sys
+from typing import Any
 
 import torch
 import torch_npu  # noqa: F401
@@ -18,6 +25,20 @@ if PLUGIN:
 
 torch.npu.set_device(0)
 U8 = torch.uint8
+RESULT_TAG = "PINPOOL_RESULT:"  # the line run_scenario (test/conftest.py) parses
+
+
+def env_int(name: str, default: int) -> int:
+    """A scenario's integer input: environment variable ``name``, else ``default``."""
+    return int(os.environ.get(name, default))
+
+
+def report(value: Any) -> None:
+    """The scenario's result: one line ``PINPOOL_RESULT:<json>`` on stdout, as the plugin's
+    scenario files print it (test/scenarios/scenario.py), for ``run_scenario`` and for a reader
+    running the scenario by hand."""
+    sys.stdout.flush()
+    print(RESULT_TAG + json.dumps(value), flush=True)
 
 
 class Sim:

@@ -58,10 +58,29 @@ CapturedGraph* PinPoolHostAllocatorImpl::graph_locked(uint64_t handle) {
   return it == graphs_.end() ? nullptr : it->second;
 }
 
+// Note [Invalidated captures]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// When the runtime fails to add a captured task it marks the capture INVALIDATED: its streams
+// stay in the capture (their work is dropped) until aclmdlRICaptureEnd fails with 507903. A
+// capture filter matches ACTIVE streams only (torch_npu's own, >= 2.11, and model_filter), so a
+// copy that reaches the allocator after its capture was invalidated - torch_npu's task-queue
+// thread may run the failing task before the main thread's record_event - matches no graph. It
+// still belongs to the graph whose model the stream captures into: that graph keeps the block
+// until the failed capture is abandoned, and the copy is not taken for a capture begun before
+// activation.
 CapturedGraph* PinPoolHostAllocatorImpl::capturing_graph_locked(Stream stream) {
   const c10::Stream s = stream.unwrap();
   for (CapturedGraph* graph : capturing_) {
     if (graph->filter(s)) {
+      return graph;
+    }
+  }
+  const CaptureInfo info = capture_info(stream);
+  if (info.status != CaptureStatus::kInvalidated) {
+    return nullptr;
+  }
+  for (CapturedGraph* graph : capturing_) {
+    if (graph->model.load() == info.model) {
       return graph;
     }
   }

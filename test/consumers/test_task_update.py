@@ -13,9 +13,22 @@ keeps it too.
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import pytest
 
 _RESULTS: dict[bool, dict] = {}
+
+# torch_npu 2.9 (seen on the simulated runtime, 2026-11-24): the replay after NPUGraph.update
+# still runs the old kernel, with the plugin and without it, and test/simcann/tests/
+# test_task_update.py::test_npugraph_update_through_torch_npu shows the same through torch_npu
+# alone; the explicit task-update path is right. Cause not found yet (torch_npu 2.9's Python
+# update flow is 2.10's; its C++ side is not). Strict: the day it passes, drop the mark.
+_UPDATE_REPLAYS_OLD_KERNEL = pytest.mark.xfail(
+    tuple(int(x) for x in metadata.version("torch_npu").split(".")[:2]) < (2, 10),
+    reason="torch_npu < 2.10: the replay after NPUGraph.update runs the old kernel (see above)",
+    strict=True,
+)
 
 
 def _result(scenario, plugin: bool) -> dict:
@@ -28,7 +41,9 @@ def _result(scenario, plugin: bool) -> dict:
 @pytest.mark.parametrize(
     "plugin", [pytest.param(True, id="plugin"), pytest.param(False, id="native")]
 )
-@pytest.mark.parametrize("part", ["dispatch", "explicit"])
+@pytest.mark.parametrize(
+    "part", [pytest.param("dispatch", marks=_UPDATE_REPLAYS_OLD_KERNEL), "explicit"]
+)
 def test_update_fed_from_freed_pinned_memory(scenario, plugin, part):
     r = _result(scenario, plugin)[part]
     assert "raised" not in r, r

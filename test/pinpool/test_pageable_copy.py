@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from ._snippets import pair
+
 # (how, blocking, side the error must name). to_cpu non_blocking pins its destination itself
 # (torch_npu), so only the blocking form copies into pageable memory.
 CASES = [
@@ -28,12 +30,17 @@ def test_pageable_copy_in_capture_is_refused_clearly(scenario, how, blocking, si
     o = scenario("pageable_copy", env={"COPY_HOW": how, "COPY_BLOCKING": blocking}).result
     error = o["error"]
     assert error is not None, "the copy must not be captured"
+    assert o["reset"] is True
+    assert not any(o["capturing"]), "a capture registration was left behind"
+    if pair() < (2, 10):
+        # README, Limitations: the guard needs torch >= 2.10; on 2.8 / 2.9 torch_npu's own error
+        # stays (and after the non_blocking form its task queue runs nothing more).
+        assert ".pin_memory()" not in error
+        return
     assert "pageable (not pinned) CPU tensor" in error
     assert f"the copy's {side}" in error
     assert "capturing an ACLGraph" in error
     assert ".pin_memory()" in error and "pin_memory=True" in error
-    assert o["reset"] is True
-    assert not any(o["capturing"]), "a capture registration was left behind"
     assert o["eager"] == [2.0], "eager NPU work after the refusal must run"
     assert o["replayed"] == [5.0], "a correct capture after the refusal must replay"
 

@@ -4,11 +4,20 @@ same sequence of calls (test/scenarios/stats_contract.py), including after the r
 Allowed differences, each for a reason:
   * the timing *sums* (host_alloc_time / host_free_time .total, .max, .min, .avg): wall-clock
     microseconds, different from run to run even for one allocator. Their .count is compared.
+  * torch 2.8 / 2.9 only, the in-use bytes (``allocated_bytes.current`` there): ATen of those
+    versions counts a block handed back after its copy event as ``size + 1`` bytes still in use
+    (native shows 4097 for nothing in use); the plugin reports the true figure (README,
+    Limitations). The test checks the plugin's figure is the true one instead.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from ._snippets import pair
+
+# torch < 2.10 names the in-use bytes "allocated_bytes" (2.10 renamed it "active_bytes").
+IN_USE_MISCOUNTED = ("allocated_bytes.current",) if pair() < (2, 10) else ()
 
 # Wall-clock figures: not reproducible between two runs of the same allocator.
 TIMING_SUMS = tuple(
@@ -23,7 +32,7 @@ def _differences(on: dict, off: dict) -> list[str]:
     for step in off:
         keys = set(on[step]) | set(off[step])
         for key in sorted(keys):
-            if key in TIMING_SUMS:
+            if key in TIMING_SUMS or key in IN_USE_MISCOUNTED:
                 continue
             if on[step].get(key) != off[step].get(key):
                 out.append(
@@ -45,3 +54,6 @@ def test_host_memory_stats_match_native(scenario, delay_us):
     assert off["emptied"]["num_host_alloc"] >= 2 and off["emptied"]["num_host_free"] >= 2
     assert off["emptied"]["host_alloc_time.count"] >= 2
     assert _differences(on, off) == []
+    for key in IN_USE_MISCOUNTED:  # the true figure: nothing in use once everything is freed
+        assert on["emptied"][key] == 0 and on["end"][key] == 0, (on["emptied"], on["end"])
+        assert off["emptied"][key] > 0, "torch < 2.10 miscounts no more: drop IN_USE_MISCOUNTED"

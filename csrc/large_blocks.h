@@ -8,7 +8,7 @@
 //   * size: round_large(size) = size rounded up to the page size.
 //   * bytes: still from torch_npu's own host allocator (Note [Backing store]), so torch_npu's
 //     copy kernels find the pointer (ptr_exist) and send record_event to the registry: eager
-//     non_blocking copies stay protected. torch_npu rounds too; on torch >= 2.11 it obeys
+//     non_blocking copies stay protected. torch_npu rounds too; where c10 has them (2.13, not 2.11) it obeys
 //     c10's pinned_max_round_threshold_mb / pinned_max_cached_size_mb, which
 //     configure_native_rounding() sets to the threshold at activation, so torch_npu pins the
 //     exact size and never caches such a block itself (a bucket of unrounded blocks is the
@@ -37,9 +37,9 @@ size_t large_block_threshold();
 // `size` rounded up to the page size.
 size_t round_large(size_t size);
 // Sets c10's pinned_max_round_threshold_mb / pinned_max_cached_size_mb to the threshold when
-// torch has them (>= 2.11) and the user did not set them lower. Returns false if torch lacks them.
+// torch has them (2.13; not 2.11) and the user did not set them lower. Returns false if torch lacks them.
 bool configure_native_rounding();
-// Whether torch_npu still rounds a large block to a power of two (torch <= 2.10).
+// Whether torch_npu still rounds a large block to a power of two (torch without the threshold).
 bool native_rounds_large();
 
 class LargeBlocks {

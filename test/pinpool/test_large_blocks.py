@@ -11,10 +11,15 @@ PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}
 
 
 def _torch_has_round_threshold() -> bool:
+    """c10 has pinned_max_round_threshold_mb (torch 2.13; not 2.11): what csrc/large_blocks.cpp
+    detects at build time, read from the installed torch's headers."""
+    import os
+
     import torch
 
-    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-    return (major, minor) >= (2, 11)
+    include = os.path.join(os.path.dirname(torch.__file__), "include")
+    with open(os.path.join(include, "c10", "core", "AllocatorConfig.h")) as f:
+        return "pinned_max_round_threshold" in f.read()
 
 
 def test_large_block_pins_its_size(scenario):
@@ -22,7 +27,7 @@ def test_large_block_pins_its_size(scenario):
     assert r["is_pinned"]
     if _torch_has_round_threshold():
         assert N <= r["held"] <= N * 1.02, r
-    else:  # torch <= 2.10: torch_npu's backing store still pins a power of two (unfinished)
+    else:  # torch without the threshold: torch_npu's backing store still pins a power of two
         assert r["held"] == 64 * MiB, r
     assert r["in_use"] == r["held"], r
     if "live" in r:  # host_memory_stats() says what the runtime really pinned
@@ -66,9 +71,9 @@ def test_two_sizes_in_one_bucket(scenario, plugin):
     r = scenario("large_two_sizes", env=env).result
     for mode in ("eager", "capture"):
         assert r[mode]["tail"] == 5, r
-        # Exact-size blocks: the 40 MiB one cannot hold 48 MiB. On torch <= 2.10 the plugin gives
-        # the idle 40 MiB block back to torch_npu, which holds it as 64 MiB and may hand that
-        # same address out again for 48 MiB: no overflow there.
+        # Exact-size blocks: the 40 MiB one cannot hold 48 MiB. Without the threshold the
+        # plugin gives the idle 40 MiB block back to torch_npu, which holds it as 64 MiB and may
+        # hand that same address out again for 48 MiB: no overflow there.
         if plugin and (mode == "capture" or _torch_has_round_threshold()):
             assert not r[mode]["reused_smaller"], r
         # natively both round to 64 MiB, so reusing the address is no overflow

@@ -11,6 +11,8 @@
 #                  build and to activate there (test/unsupported/), instead of the suite
 PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8 2.7"
 PINPOOL_CI_PAIRS="2.13 2.10"
+# The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh): the newest and 2.10.
+PINPOOL_AARCH64_PAIRS="2.13 2.10"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0

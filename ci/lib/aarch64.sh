@@ -91,29 +91,51 @@ aarch64_resolve() {
     # The arm64 packages that the roots need (Depends / Pre-Depends, first alternative; a
     # virtual package by its first provider), as apt names them: NAME:arm64, or NAME for an
     # Architecture: all package (whose own dependencies are not followed: wheels and data).
-    local -A seen=()
-    local queue=("$@") p cand
-    while ((${#queue[@]})); do
-        p="${queue[0]}"
-        queue=("${queue[@]:1}")
-        [[ -n "${seen[$p]:-}" ]] && continue
-        seen[$p]=1
-        cand="$(apt-cache policy "$p:arm64" 2>/dev/null | awk '/Candidate:/ {print $2}')"
-        if [[ -z "$cand" || "$cand" == "(none)" ]]; then
-            echo "$p"
-            continue
-        fi
-        echo "$p:arm64"
-        mapfile -t -O "${#queue[@]}" queue < <(apt-cache depends --no-recommends --no-suggests \
-            --no-conflicts --no-breaks --no-replaces --no-enhances "$p:arm64" 2>/dev/null | awk '
-            function emit() { if (have && !skip) print cand }
-            /^ [ |](Pre)?Depends: / {
-                emit(); skip = ingroup; ingroup = ($0 ~ /^ \|/)
-                n = $2; virt = (n ~ /^</); gsub(/[<>]/, "", n); sub(/:arm64$/, "", n)
-                cand = n; have = 1; prov = 0; next }
-            /^    / { if (virt && !prov) { c = $1; sub(/:arm64$/, "", c); cand = c; prov = 1 } }
-            END { emit() }')
-    done
+    # One `apt-cache depends --recurse` (a superset: every alternative), walked here.
+    apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+        --no-replaces --no-enhances "${@/%/:arm64}" 2>/dev/null | python3 -c '
+import sys
+
+sections, cur, entry = {}, None, None
+for line in sys.stdin:
+    line = line.rstrip("\n")
+    if not line.startswith(" "):
+        cur = sections.setdefault(line, [])  # [[alternative, ...], ...]; one list per group
+        cont = False
+        continue
+    body = line.strip()
+    if line.startswith("    "):  # a provider of the virtual package just named
+        if entry is not None:
+            entry[1].append(body.split(":")[0])
+        continue
+    kind, _, name = body.lstrip("|").partition(": ")
+    if kind not in ("Depends", "PreDepends"):
+        entry = None
+        continue
+    entry = [name, []]
+    if cont:
+        cur[-1].append(entry)
+    else:
+        cur.append([entry])
+    cont = body.startswith("|")
+
+out, seen, queue = [], set(), [r + ":arm64" for r in sys.argv[1:]]
+while queue:
+    pkg = queue.pop(0)
+    if pkg in seen:
+        continue
+    seen.add(pkg)
+    out.append(pkg)
+    if not pkg.endswith(":arm64"):
+        continue  # Architecture: all
+    for group in sections.get(pkg, []):
+        name, providers = group[0]
+        if name.startswith("<"):
+            name = providers[0] if providers else name.strip("<>")
+        name = name.split(":")[0]
+        queue.append(name + ":arm64" if name + ":arm64" in sections else name)
+print("\n".join(out))
+' "$@"
 }
 
 aarch64_sysroot_stamp() {

@@ -73,6 +73,7 @@ case "$ARCH" in
         SYSROOT="$ENVS/sysroot"
         # PyPI's aarch64 torch is the CPU build that torch_npu's pin asks for: no --no-deps.
         PAIR_NPU_NODEPS=0
+        PAIR_NOTE="$PAIR_TORCH (PyPI's aarch64 CPU build) + $PAIR_NPU, aarch64 wheels installed by the emulated pip"
         ;;
     *)
         printf '[sim-env] PINPOOL_ARCH=%q: choose x86_64 (the default) or aarch64\n' "$ARCH" >&2

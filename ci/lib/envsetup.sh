@@ -71,9 +71,11 @@ case "$ARCH" in
         . "$HERE/aarch64.sh"
         ENVS="$ROOT/aarch64"
         SYSROOT="$ENVS/sysroot"
-        # PyPI's aarch64 torch is the CPU build that torch_npu's pin asks for: no --no-deps.
+        # torch_npu's aarch64 wheels pin torch==X (no +cpu), which PyPI's aarch64 torch meets: no
+        # --no-deps, no CUDA-build workaround. That torch is the CPU build up to 2.10; from 2.11
+        # PyPI's aarch64 torch is a CUDA 13 build (nvidia-*-cu13 wheels, ~3 GB), as on x86.
         PAIR_NPU_NODEPS=0
-        PAIR_NOTE="$PAIR_TORCH (PyPI's aarch64 CPU build) + $PAIR_NPU, aarch64 wheels installed by the emulated pip"
+        PAIR_NOTE="$PAIR_TORCH + $PAIR_NPU: PyPI's aarch64 wheels, installed by the emulated pip (torch >= 2.11 there is a CUDA 13 build: ~3 GB)"
         ;;
     *)
         printf '[sim-env] PINPOOL_ARCH=%q: choose x86_64 (the default) or aarch64\n' "$ARCH" >&2

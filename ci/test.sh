@@ -154,7 +154,7 @@ run_pair() {
         t=$SECONDS
         counts=""
         if [[ "$ARCH" == aarch64 && "$PAIR_REFUSED" != 1 ]]; then
-            aarch64_leg "$pair" "${xdist[@]}" "$@"
+            aarch64_leg "${xdist[@]}" "$@"
             rc=$?
         else
             echo "+ python -m pytest ${tests[*]} ${xdist[*]} $*"

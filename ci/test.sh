@@ -26,7 +26,7 @@
 #
 # PINPOOL_ARCH=aarch64: the aarch64 leg instead, under qemu-user emulation on this x86_64 machine
 # (set up as root by ci/sim-env.sh; see ci/lib/aarch64.sh). Pairs: PINPOOL_PAIRS, else
-# PINPOOL_AARCH64_PAIRS (2.10 and the newest). Per pair: the plugin built by the emulated pip
+# PINPOOL_AARCH64_PAIRS (ci/lib/pairs.sh). Per pair: the plugin built by the emulated pip
 # with the cross compiler (the installed _C must be an AArch64 ELF), `python -m
 # torch_npu_pinpool doctor` (must print PASS), then the selection in ci/lib/aarch64-tests.txt
 # with the simulator's checks on. No lint (the x86 run does it), no as-NPU or registered-memory
@@ -128,6 +128,10 @@ run_pair() {
             echo "pair $pair is below the supported range: running test/unsupported/ only"
             tests=(test/unsupported/)
         elif [[ -f setup.py ]]; then
+            if [[ "$ARCH" == aarch64 ]] && ! aarch64_check_torch; then
+                echo "import torch fails under emulation" >"$status_file"
+                exit 1
+            fi
             echo "+ ci/lib/install-plugin.sh: the sdist of a per-env copy, pip install (isolated build)"
             if ! bash ci/lib/install-plugin.sh "$ENVS/$pair.plugin-build.log"; then
                 tail -n 60 "$ENVS/$pair.plugin-build.log"

@@ -3,6 +3,8 @@
 # aarch64 env (`source ci/sim-env.sh PAIR` with PINPOOL_ARCH=aarch64: the emulated interpreter
 # first on PATH, the simulator built for aarch64).
 #
+#   aarch64_check_torch            `import torch` runs under emulation (PyPI's aarch64 torch
+#                                  >= 2.11 is a CUDA 13 build; 2.13.0's crashes there, below)
 #   aarch64_check_extension        the installed torch_npu_pinpool/_C is an AArch64 ELF linked
 #                                  against the env's (aarch64) torch_npu; prints what `file` says
 #   aarch64_leg PYTEST_ARGS...     `python -m torch_npu_pinpool doctor` (must exit 0 with PASS),
@@ -12,6 +14,20 @@
 AARCH64_SELECTION=ci/lib/aarch64-tests.txt
 # Scenario time-outs (test/conftest.py) are for native speed; emulation is ~5-10x slower.
 AARCH64_TIMEOUT_SCALE=6
+
+aarch64_check_torch() {
+    local out rc
+    out="$(cd / && python -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
+    rc=$?
+    if [[ $rc != 0 ]]; then
+        echo "$out" | tail -n 5
+        echo "FAILED: 'import torch' exits $rc under qemu-user. Known for PyPI's aarch64 torch 2.13.0"
+        echo "  (a CUDA 13 build: SIGSEGV in 'from torch._C import *' with qemu 7.2, after every"
+        echo "  library loaded; README, 'The aarch64 leg'). The plugin cannot be built or run here."
+        return 1
+    fi
+    echo "torch under emulation: $out"
+}
 
 aarch64_check_extension() {
     local so machine

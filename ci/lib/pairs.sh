@@ -11,8 +11,10 @@
 #                  build and to activate there (test/unsupported/), instead of the suite
 PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8 2.7"
 PINPOOL_CI_PAIRS="2.13 2.10"
-# The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh): the newest and 2.10.
-PINPOOL_AARCH64_PAIRS="2.13 2.10"
+# The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh). Meant: the newest and 2.10;
+# 2.13 is left out while PyPI's aarch64 torch 2.13.0 (a CUDA 13 build) crashes on import under
+# qemu-user (README, "The aarch64 leg"): PINPOOL_PAIRS=2.13 still runs it.
+PINPOOL_AARCH64_PAIRS="2.10"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0

@@ -1,7 +1,6 @@
-"""Process setup shared by the benchmark workers: torch / torch_npu / the plugin, and the
-simulated runtime's ctypes control API.
-
-Imported only inside a worker process (bench/worker.py): importing it imports torch_npu.
+"""Worker process setup: torch / torch_npu / the plugin, the simulated runtime's ctypes control
+API, and the held-bytes measurement every byte figure uses. Used inside worker processes only
+(harness/worker.py); setup() imports torch_npu.
 """
 
 from __future__ import annotations
@@ -10,37 +9,24 @@ import ctypes
 import gc
 import os
 
-MODES = ("native", "plugin")
 
-
-def setup(mode: str):
-    """Import torch + torch_npu, and the plugin when ``mode == "plugin"``.
-
-    native: TORCH_NPU_PINPOOL=0 and the plugin is not imported (torch_npu's own allocator).
-    plugin: the plugin is imported with TORCH_NPU_PINPOOL unset/1 (it registers itself).
-    Returns a dict describing what is active.
+def setup(plugin: bool) -> dict:
+    """Import torch + torch_npu, and the plugin when ``plugin``; the variant's environment
+    (TORCH_NPU_PINPOOL=0 for native: torch's backend autoload then leaves the plugin off) was
+    set by the driver. Returns what is active; raises if the plugin's state is not the asked one.
     """
-    if mode not in MODES:
-        raise ValueError(mode)
-    if mode == "native":
-        os.environ["TORCH_NPU_PINPOOL"] = "0"
-    else:
-        os.environ.pop("TORCH_NPU_PINPOOL", None)
     import torch
-    import torch_npu  # noqa: F401
+    import torch_npu
 
-    info = {
-        "mode": mode,
-        "torch": torch.__version__,
-        "torch_npu": getattr(torch_npu, "__version__", "?"),
-        "plugin_version": None,
-    }
-    if mode == "plugin":
-        import torch_npu_pinpool  # noqa: F401  (activates on import)
+    info = {"torch": torch.__version__, "torch_npu": getattr(torch_npu, "__version__", "?"),
+            "plugin_version": None, "plugin_active": False}
+    if plugin:
+        import torch_npu_pinpool
 
-        info["plugin_version"] = getattr(torch_npu_pinpool, "__version__", "?")
-        active = getattr(torch_npu_pinpool, "is_active", None)
-        info["plugin_active"] = bool(active()) if callable(active) else True
+        info["plugin_version"] = torch_npu_pinpool.__version__
+        info["plugin_active"] = bool(torch_npu_pinpool.is_active())
+        if not info["plugin_active"]:
+            raise RuntimeError("torch_npu_pinpool imported but not active (is_active() False)")
     torch.npu.set_device(0)
     return info
 
@@ -141,3 +127,9 @@ def held_bytes(sim: Sim) -> dict:
     host_empty_cache()
     out["sim_live_2nd_empty"] = sim.host_bytes_live()
     return out
+
+
+def growth(before: dict, after: dict, key: str):
+    """after[key] - before[key], or None when either is unknown."""
+    a, b = before.get(key), after.get(key)
+    return None if a is None or b is None else b - a

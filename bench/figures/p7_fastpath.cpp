@@ -1,8 +1,8 @@
 // P7: the host allocator's eager fast path, timed with no Python in the loop.
 //
-// Built by bench/p7.py with torch.utils.cpp_extension.load (a plain shared library, no Python
-// module) and called once per configuration through ctypes (which releases the GIL). Each
-// call runs `threads` std::threads that each do `iters` rounds of
+// Built by bench/figures/p7_fastpath.py with torch.utils.cpp_extension.load (a plain shared
+// library, no Python module) and called once per configuration through ctypes (which releases
+// the GIL). Each call runs `threads` std::threads that each do `iters` rounds of
 //     { at::DataPtr p = at::getHostAllocator(at::kPrivateUse1)->allocate(size); }
 // i.e. allocate a pinned block and let the DataPtr die (the registered deleter frees it). The
 // allocator is whatever ATen's registry holds for PrivateUse1: torch_npu's own

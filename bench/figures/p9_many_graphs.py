@@ -4,9 +4,12 @@ the captures, kept by the caller) and staging one pinned temporary (pinned and f
 capture, copied into the graph's own device slot): the cost per graph of capturing all G
 (capture_begin / capture_end on a side stream, as torch.npu.graph does without its gc.collect),
 replaying each once (then one synchronize), resetting each, and one host_empty_cache()
-afterwards; CPU time of the Python thread / G, and wall / G. Also the pinned bytes held per graph
-after the captures (simulator, after gc + synchronize + host_empty_cache), what is left after
-the final host_empty_cache, and the device bytes each replay wrote (checked once per G).
+afterwards; CPU time of the Python thread / G, and wall / G. Native >= 2.11 gives nothing back
+there (it keeps every capture-time block), so the host_empty_cache() after G eager pinned blocks
+of the same size were freed is measured too: the reference for giving G blocks back. Also the
+pinned bytes held per graph after the captures (simulator, after gc + synchronize +
+host_empty_cache), what is left after the final host_empty_cache, and the device bytes each
+replay wrote (checked once per G).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ SETTINGS = {"graphs": [10, 100, 1000, 5000], "shared_bytes": 64 * 1024, "temp_by
             "reps": 3}
 QUICK = {"graphs": [10, 100, 1000], "reps": 1}
 OPS = ("capture", "replay", "reset", "host_empty_cache")
+REFERENCE = "host_empty_cache of G eager blocks"
 
 
 def capture_all(torch, G: int, n: int, pool, h_shared, d_shared, d_slots) -> list:
@@ -78,6 +82,11 @@ def one_rep(ctx, torch, G: int, out: dict) -> None:
     with Clock() as clocks["host_empty_cache"]:
         simrt.host_empty_cache()
     del h_shared
+    eager = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in range(G)]
+    del eager
+    torch.npu.synchronize()
+    with Clock() as clocks[REFERENCE]:
+        simrt.host_empty_cache()
     for op, c in clocks.items():
         out["samples"].setdefault(f"{op} G={G} cpu", []).append(c.cpu / G * 1e6)
         out["samples"].setdefault(f"{op} G={G} wall", []).append(c.wall / G * 1e6)
@@ -119,9 +128,15 @@ def summarize(runs: stats.Runs) -> list[dict]:
     for op in OPS:
         rows.append(flat_row(runs, op, Gs[0], Gs[-1]))
         for G in Gs:
-            last = G == Gs[-1]
+            last = G == Gs[-1] and op != "host_empty_cache"
             rows.append(stats.timed_row(runs, f"{op} G={G} cpu", f"{op}: CPU per graph, G={G}",
                                         "us", limit=2.0 if last else None, readme=last))
+    G = Gs[-1]
+    rows.append(stats.timed_row(runs, f"{REFERENCE} G={G} cpu", f"{REFERENCE}, per block, "
+                                f"G={G}", "us"))
+    rows.append(stats.timed_row(runs, f"host_empty_cache G={G} cpu", f"host_empty_cache per "
+                                f"graph vs native's {REFERENCE}, G={G}", "us", limit=2.0,
+                                base_key=f"{REFERENCE} G={G} cpu", readme=True))
     for G in Gs:
         rows.append(stats.value_row(runs, f"held per graph G={G}", f"pinned bytes held per "
                                     f"graph, G={G}", "B", readme=G == Gs[-1]))

@@ -68,13 +68,15 @@ class Runs:
     def values(self, key: str, variant: str) -> list[Any]:
         return self.per_trial("values", key, variant)
 
-    def paired(self, key: str, variant: str, base: str, kind: str = "samples") -> list[float]:
-        """Per trial: median of `variant` / median of `base` in the same trial."""
+    def paired(self, key: str, variant: str, base: str, kind: str = "samples",
+               base_key: str | None = None) -> list[float]:
+        """Per trial: median of `variant`'s key / median of `base`'s base_key (default: key) in
+        the same trial."""
         out = []
         for t in self.trials:
             a, b = t.get(variant), t.get(base)
             xs = (a or {}).get(kind, {}).get(key)
-            ys = (b or {}).get(kind, {}).get(key)
+            ys = (b or {}).get(kind, {}).get(base_key or key)
             if xs is None or ys is None:
                 continue
             mx = statistics.median(xs) if isinstance(xs, list) else xs
@@ -112,21 +114,23 @@ def row(label: str, unit: str, cells: dict, **extra) -> dict:
 
 def timed_row(runs: Runs, key: str, label: str, unit: str, *, better: str = "lower",
               limit: float | None = None, vs: tuple[str, str] = ("plugin", "native"),
-              kind: str = "samples", **extra) -> dict:
+              kind: str = "samples", base_key: str | None = None, **extra) -> dict:
     """A row of a timed quantity: per-variant median [IQR] over every repetition of every
-    trial (kind="values": over the trials' single values), and cmp / base = vs."""
-    cells = {}
-    for v in runs.variants():
-        xs = runs.samples(key, v) if kind == "samples" else runs.values(key, v)
-        cells[v] = summ(xs)
+    trial (kind="values": over the trials' single values), and cmp / base = vs. With base_key,
+    the base variant's cell is that quantity instead (a reference the baseline measures)."""
+    def cell(k: str, v: str) -> dict | None:
+        return summ(runs.samples(k, v) if kind == "samples" else runs.values(k, v))
+
     cmp, base = vs
+    cells = {v: cell(base_key if base_key and v == base else key, v) for v in runs.variants()}
     ratio, verdict = ratio_verdict(cells.get(cmp), cells.get(base), limit or 1.0, better)
     target = None
     if limit is not None:
         target = f"{cmp}/{base} {'<=' if better == 'lower' else '>='} {limit:g}"
     else:
         verdict = None
-    return row(label, unit, cells, ratio=ratio, paired=summ(runs.paired(key, cmp, base, kind)),
+    return row(label, unit, cells, ratio=ratio,
+               paired=summ(runs.paired(key, cmp, base, kind, base_key)),
                vs=f"{cmp}/{base}", target=target, verdict=verdict, **extra)
 
 

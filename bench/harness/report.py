@@ -118,7 +118,7 @@ def _md_pair(data: dict) -> list[str]:
     for name, fig in data["summary"].items():
         rows = [r for r in fig["rows"] if r.get("readme")] or fig["rows"][:1]
         for i, r in enumerate(rows):
-            first = f"**{name}** {fig['title']}" if i == 0 else ""
+            first = f"**{name}** {fig['title']}: {fig['verdict'] or '-'}" if i == 0 else ""
             cells = [fmt_cell(r["cells"].get(v), r["unit"]) for v in ("native", "plugin")]
             out.append(f"| {first} | {r['label']} | {cells[0]} | {cells[1]} | {fmt_ratio(r)} | "
                        f"{r.get('target') or ''} | {r.get('verdict') or ''} |")

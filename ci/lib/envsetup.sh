@@ -189,7 +189,7 @@ else
         say "byte-compiling the env with the host's CPython 3.11 (emulated, it takes minutes)"
         aarch64_byte_compile "$VENV/lib/python3.11/site-packages"
     else
-        # torch 2.10 CUDA-build workaround (test environment only; see ci/lib/cudafix/README.md).
+        # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md).
         say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
         run_logged "installing the CUDA-build import workaround" \
             "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \

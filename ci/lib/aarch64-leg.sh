@@ -4,7 +4,7 @@
 # first on PATH, the simulator built for aarch64).
 #
 #   aarch64_check_torch            `import torch` runs under emulation (PyPI's aarch64 torch
-#                                  >= 2.11 is a CUDA 13 build; 2.13.0's crashes there, below)
+#                                  >= 2.11 is a CUDA 13 build whose import faults under qemu 7.2)
 #   aarch64_check_extension        the installed torch_npu_pinpool/_C is an AArch64 ELF linked
 #                                  against the env's (aarch64) torch_npu; prints what `file` says
 #   aarch64_leg PYTEST_ARGS...     `python -m torch_npu_pinpool doctor` (must exit 0 with PASS),
@@ -21,9 +21,11 @@ aarch64_check_torch() {
     rc=$?
     if [[ $rc != 0 ]]; then
         echo "$out" | tail -n 5
-        echo "FAILED: 'import torch' exits $rc under qemu-user. Known for PyPI's aarch64 torch 2.13.0"
-        echo "  (a CUDA 13 build: SIGSEGV in 'from torch._C import *' with qemu 7.2, after every"
-        echo "  library loaded; README, 'The aarch64 leg'). The plugin cannot be built or run here."
+        echo "FAILED: 'import torch' exits $rc under qemu-user ($(qemu-aarch64-static --version | head -n 1))."
+        echo "  Known for PyPI's aarch64 torch >= 2.11 (CUDA 13 builds) with qemu 7.2: SIGSEGV in"
+        echo "  cpuinfo_arm_linux_init (libtorch.so), which parses the x86 host's /proc/cpuinfo that"
+        echo "  qemu 7.2 passes through; qemu 10.0 shows the guest an aarch64 /proc/cpuinfo and the"
+        echo "  import runs (README, 'The aarch64 leg'). The plugin cannot be built or run here."
         return 1
     fi
     echo "torch under emulation: $out"

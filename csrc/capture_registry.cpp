@@ -345,7 +345,10 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
 // One event covers every replay enqueued on its stream before it, so a fence is shared: one
 // process_pending pass records one event per stream for every graph that died since the last
 // fence (process_pending_pass), and while a fence is still in flight a pass that does not wait
-// records none, so graphs dying one after another (a reset loop) share the next one. A graph's
+// records none, so graphs dying one after another (a reset loop) share the next one. Then
+// graph_died runs no pass at all (a reset costs the registry update, no event query); the next
+// pass (an allocation inside a capture or one that misses its free list, stats(),
+// host_empty_cache()) finishes the completed fence first, then fences the rest. A graph's
 // blocks may come back a fence later; never earlier.
 //
 // The fast path: the replay hook runs on every replay (every step of a decode loop), and
@@ -376,6 +379,7 @@ void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
 }
 
 void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
+  bool fence_in_flight = false;
   {
     std::vector<c10::DataPtr> released;  // dies after the lock
     std::lock_guard<std::mutex> lock(mutex_);
@@ -384,8 +388,11 @@ void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
       return;
     }
     kill_graph_locked(graph, released);
+    fence_in_flight = !fenced_.empty();
   }
-  process_pending();  // fence its replays now: the blocks come back as soon as they are done
+  if (!fence_in_flight) {
+    process_pending();  // fence its replays now: the blocks come back as soon as they are done
+  }
 }
 
 // torch_npu >= 2.11 calls it from every NPUGraph::reset: with announced graphs only (the

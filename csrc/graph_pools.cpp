@@ -316,6 +316,23 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
   }
 }
 
+// Finishes the fenced graphs whose fence completed (wait: waits for each). Only the thread in
+// process_pending (process_mutex_) changes fenced_, so it reads it here without mutex_.
+void PinPoolHostAllocatorImpl::finish_fenced(bool wait, std::vector<c10::DataPtr>& released,
+                                             std::vector<PinBlock*>& base_frees) {
+  const ska::flat_hash_set<CapturedGraph*> done = completed(fenced_, wait);
+  if (done.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  fenced_.erase(std::remove_if(fenced_.begin(), fenced_.end(),
+                               [&](CapturedGraph* g) { return done.count(g) != 0; }),
+                fenced_.end());
+  for (CapturedGraph* graph : done) {
+    finish_graph_locked(graph, released, base_frees);
+  }
+}
+
 void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
   std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
   std::vector<PinBlock*> base_frees;
@@ -336,9 +353,6 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     }
   }
 
-  // Dead graphs (Note [Replay fences]): a fence for those that died since the last one, one
-  // event per stream, unless an earlier fence is in flight and this pass does not wait.
-  std::vector<CapturedGraph*> to_fence;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (PinBlock* block : ready) {
@@ -348,30 +362,33 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     for (auto& item : not_ready) {
       pending_blocks_.push_back(std::move(item));
     }
+  }
+  // Dead graphs (Note [Replay fences]): finish those whose fence completed, then fence those
+  // that died since (unless a fence is still in flight and this pass does not wait), then
+  // finish the new fences that are done already (an idle stream's, say).
+  finish_fenced(wait, released, base_frees);
+  std::vector<CapturedGraph*> to_fence;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (wait || fenced_.empty()) {
       to_fence.swap(unfenced_);
     }
   }
-  // Only this thread (process_mutex_) touches fences and changes fenced_, so both are used
-  // unlocked here.
-  std::vector<CapturedGraph*> still_unfenced;
-  std::vector<CapturedGraph*> newly_fenced = record_fences(to_fence, still_unfenced);
   if (!to_fence.empty()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    unfenced_.insert(unfenced_.end(), still_unfenced.begin(), still_unfenced.end());
-    fenced_.insert(fenced_.end(), newly_fenced.begin(), newly_fenced.end());
+    // Only this thread (process_mutex_) touches fences and changes fenced_.
+    std::vector<CapturedGraph*> still_unfenced;
+    std::vector<CapturedGraph*> newly_fenced = record_fences(to_fence, still_unfenced);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      unfenced_.insert(unfenced_.end(), still_unfenced.begin(), still_unfenced.end());
+      fenced_.insert(fenced_.end(), newly_fenced.begin(), newly_fenced.end());
+    }
+    if (!newly_fenced.empty()) {
+      finish_fenced(wait, released, base_frees);
+    }
   }
-  const ska::flat_hash_set<CapturedGraph*> done = completed(fenced_, wait);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!done.empty()) {
-      fenced_.erase(std::remove_if(fenced_.begin(), fenced_.end(),
-                                   [&](CapturedGraph* g) { return done.count(g) != 0; }),
-                    fenced_.end());
-      for (CapturedGraph* graph : done) {
-        finish_graph_locked(graph, released, base_frees);
-      }
-    }
     update_pending_locked();
   }
   for (PinBlock* block : base_frees) {

@@ -227,6 +227,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
                            std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
   void process_pending_pass(bool wait);
+  void finish_fenced(bool wait, std::vector<c10::DataPtr>& released,
+                     std::vector<PinBlock*>& base_frees);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
@@ -248,7 +250,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<CapturedGraph*> capturing_;                // state kCapturing
   // Dead graphs: waiting for a fence to be recorded, and fenced (in fence order), waiting for
   // it to complete (Note [Replay fences]). fenced_ changes only in process_pending_pass (under
-  // process_mutex_ and mutex_), which also reads it without mutex_.
+  // process_mutex_ and mutex_), which also reads it without mutex_; graph_died reads it under
+  // mutex_.
   std::vector<CapturedGraph*> unfenced_;
   std::vector<CapturedGraph*> fenced_;
   ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id

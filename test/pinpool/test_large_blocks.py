@@ -11,14 +11,17 @@ PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}
 
 
 def _torch_has_round_threshold() -> bool:
-    """c10 has pinned_max_round_threshold_mb (torch 2.13; not 2.11): what csrc/large_blocks.cpp
-    detects at build time, read from the installed torch's headers."""
+    """c10 has pinned_max_round_threshold_mb (torch 2.13; not 2.11; torch 2.8 has no such
+    header): what csrc/large_blocks.cpp detects at build time, read from torch's headers."""
     import os
 
     import torch
 
     include = os.path.join(os.path.dirname(torch.__file__), "include")
-    with open(os.path.join(include, "c10", "core", "AllocatorConfig.h")) as f:
+    header = os.path.join(include, "c10", "core", "AllocatorConfig.h")
+    if not os.path.exists(header):  # torch 2.8: csrc/large_blocks.cpp's __has_include fails too
+        return False
+    with open(header) as f:
         return "pinned_max_round_threshold" in f.read()
 
 

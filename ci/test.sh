@@ -25,6 +25,14 @@
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
 # default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN.
+#
+# PINPOOL_ARCH=aarch64: the aarch64 leg instead, under qemu-user emulation on this x86_64 machine
+# (set up as root by ci/sim-env.sh; see ci/lib/aarch64.sh). Pairs: PINPOOL_PAIRS, else
+# PINPOOL_AARCH64_PAIRS (ci/lib/pairs.sh). Per pair: the plugin built by the emulated pip
+# with the cross compiler (the installed _C must be an AArch64 ELF), `python -m
+# torch_npu_pinpool doctor` (must print PASS), then the selection in ci/lib/aarch64-tests.txt
+# with the simulator's checks on. No lint (the x86 run does it), no as-NPU or registered-memory
+# leg, no optional pairs.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,12 +40,25 @@ cd "$REPO"
 # shellcheck source=ci/lib/pairs.sh
 . ci/lib/pairs.sh
 ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
+ARCH="${PINPOOL_ARCH:-x86_64}"
+ENVS="$ROOT"
+case "$ARCH" in
+    x86_64) ;;
+    aarch64)
+        ENVS="$ROOT/aarch64"
+        # shellcheck source=ci/lib/aarch64-leg.sh
+        . ci/lib/aarch64-leg.sh
+        ;;
+    *) echo "ci/test.sh: PINPOOL_ARCH=$ARCH: choose x86_64 (the default) or aarch64" >&2; exit 2 ;;
+esac
 
 optional=()  # run only when cached and within the budget
 if [[ "${PINPOOL_PAIRS:-}" == all ]]; then
     pairs=($PINPOOL_ALL_PAIRS)
 elif [[ -n "${PINPOOL_PAIRS:-}" ]]; then
     pairs=($PINPOOL_PAIRS)
+elif [[ "$ARCH" == aarch64 ]]; then
+    pairs=($PINPOOL_AARCH64_PAIRS)
 else
     pairs=($PINPOOL_CI_PAIRS)
     for p in $PINPOOL_ALL_PAIRS; do
@@ -65,7 +86,10 @@ banner "ruff check (env $lint_pair)"
 t0=$SECONDS
 lint_targets=()
 for d in torch_npu_pinpool test bench ci; do [[ -d "$d" ]] && lint_targets+=("$d"); done
-if (
+if [[ "$ARCH" == aarch64 ]]; then
+    echo "not on aarch64: the sources are the same; the x86 run (bash ci/test.sh) lints them"
+    summary+=("$(printf '%-8s %-6s %5s   %s' lint "not run" - "aarch64 leg: lint runs in the x86 run")")
+elif (
     # shellcheck source=ci/sim-env.sh
     source ci/sim-env.sh "$lint_pair" || exit 3
     echo "+ ruff check ${lint_targets[*]}   ($(ruff --version))"
@@ -99,6 +123,7 @@ run_pair() {
         fi
         t_env=$((SECONDS - t))
         echo "python: $(command -v python); SIMCANN_LIB_DIR=$SIMCANN_LIB_DIR"
+        [[ "$ARCH" != aarch64 ]] || echo "emulated: QEMU_LD_PREFIX=$QEMU_LD_PREFIX; CXX=$CXX"
 
         pinpool_pair_spec "$pair"
         tests=(test/)
@@ -109,15 +134,23 @@ run_pair() {
             echo "pair $pair is below the supported range: running test/unsupported/ only"
             tests=(test/unsupported/)
         elif [[ -f setup.py ]]; then
+            if [[ "$ARCH" == aarch64 ]] && ! aarch64_check_torch; then
+                echo "import torch fails under emulation" >"$status_file"
+                exit 1
+            fi
             echo "+ ci/lib/install-plugin.sh: the sdist of a per-env copy, pip install (isolated build)"
-            if ! bash ci/lib/install-plugin.sh "$ROOT/$pair.plugin-build.log"; then
-                tail -n 60 "$ROOT/$pair.plugin-build.log"
+            if ! bash ci/lib/install-plugin.sh "$ENVS/$pair.plugin-build.log"; then
+                tail -n 60 "$ENVS/$pair.plugin-build.log"
                 echo "FAILED: building/installing the plugin for pair $pair (full log:" \
-                    "$ROOT/$pair.plugin-build.log)"
+                    "$ENVS/$pair.plugin-build.log)"
                 echo "plugin build failed" >"$status_file"
                 exit 1
             fi
             echo "installed: $(python -m pip show torch_npu_pinpool 2>/dev/null | grep -E '^(Name|Version):' | tr '\n' ' ')"
+            if [[ "$ARCH" == aarch64 ]] && ! aarch64_check_extension; then
+                echo "the installed _C is not an AArch64 ELF" >"$status_file"
+                exit 1
+            fi
         else
             echo "NOTE: setup.py does not exist yet: skipping the plugin build/install"
         fi
@@ -129,10 +162,16 @@ run_pair() {
             xdist=(-n "$workers")
         fi
         t=$SECONDS
-        echo "+ python -m pytest ${tests[*]} ${xdist[*]} $*"
-        python -m pytest "${tests[@]}" "${xdist[@]}" "$@"
-        rc=$?
-        if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" ]]; then
+        counts=""
+        if [[ "$ARCH" == aarch64 && "$PAIR_REFUSED" != 1 ]]; then
+            aarch64_leg "${xdist[@]}" "$@"
+            rc=$?
+        else
+            echo "+ python -m pytest ${tests[*]} ${xdist[*]} $*"
+            python -m pytest "${tests[@]}" "${xdist[@]}" "$@"
+            rc=$?
+        fi
+        if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" && "$ARCH" != aarch64 ]]; then
             # Registered-memory leg (issue #11): torch_npu's pinned_mem_register path (malloc +
             # aclrtHostRegisterV2), which it enables only on CANN >= 8.5: the simulator says 8.5.
             reg_tests=(test/pinpool/test_capture_replay.py test/pinpool/test_pool_lifetime.py
@@ -146,7 +185,8 @@ run_pair() {
         fi
         t_test=$((SECONDS - t))
         as_npu=""
-        if [[ " $PINPOOL_CI_PAIRS " == *" $pair "* && "$PAIR_REFUSED" != 1 && -f setup.py ]]; then
+        if [[ " $PINPOOL_CI_PAIRS " == *" $pair "* && "$PAIR_REFUSED" != 1 && -f setup.py &&
+            "$ARCH" != aarch64 ]]; then
             # The "as a real NPU" leg: the simulator stays the runtime underneath (through
             # LD_LIBRARY_PATH) but its control API is hidden (no SIMCANN_LIB_DIR), so the session
             # takes the path an Ascend runner takes. Same env, same installed plugin: no rebuild.
@@ -167,6 +207,7 @@ run_pair() {
                 [[ $rc == 0 ]] && rc=1
             fi
         fi
+        [[ -z "$counts" ]] || as_npu="; $counts$as_npu"
         case $rc in
             0) echo "PASS env ${t_env}s, build ${t_build}s, tests ${t_test}s$as_npu" >"$status_file" ;;
             5)

@@ -53,6 +53,8 @@ def _run_child(
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
+    # Emulated runs (the aarch64 leg under qemu-user) are several times slower than native.
+    timeout *= float(os.environ.get("PINPOOL_TIMEOUT_SCALE", "1"))
     with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
         proc = subprocess.run(
             [sys.executable, *argv],

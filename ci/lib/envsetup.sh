@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create or reuse the test environment for one torch / torch_npu pair and print the exports
-# that activate it (stdout: `export NAME=value` lines only; everything else goes to stderr).
+# that activate it (stdout: `export NAME=value` lines, and an `unset` of the aarch64 variables
+# when the shell had an aarch64 env; everything else goes to stderr).
 #
 #   bash ci/lib/envsetup.sh PAIR
 #   bash ci/lib/envsetup.sh PAIR --cached   # exit 0 if PAIR's venv is complete (nothing to
@@ -16,6 +17,16 @@
 #                               whose hash is HASH, for this venv's python
 #   ROOT/PAIR.log               the log of the last install / build step
 #   ROOT/PAIR.lock              flock: two shells setting up the same pair wait for each other
+#
+# PINPOOL_ARCH=aarch64 (default x86_64): the pair's aarch64 env, run under qemu-user emulation
+# (ci/lib/aarch64.sh sets up the machine and an arm64 Debian sysroot with CPython 3.11, as root):
+#   ROOT/aarch64/sysroot/       the sysroot (shared by the pairs; stamped)
+#   ROOT/aarch64/PAIR/ ...      as above: a venv made by the emulated interpreter, the pair's
+#                               aarch64 wheels installed by its (emulated) pip; the simulator is
+#                               built for aarch64 with the cross compiler
+# Its exports add QEMU_LD_PREFIX (the sysroot), PINPOOL_ARCH, and CC / CXX / CPPFLAGS for the
+# cross compiler and the sysroot's CPython headers, so that `pip install .` in that env builds an
+# aarch64 extension (the emulated pip runs the build; the compiler runs natively).
 set -euo pipefail
 
 PAIR="${1:-}"
@@ -51,14 +62,36 @@ if ! pinpool_pair_spec "$PAIR"; then
 fi
 
 ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
-VENV="$ROOT/$PAIR"
-LOG="$ROOT/$PAIR.log"
+ARCH="${PINPOOL_ARCH:-x86_64}"
+ENVS="$ROOT" # where this architecture's envs live
+case "$ARCH" in
+    x86_64) ;;
+    aarch64)
+        # shellcheck source=ci/lib/aarch64.sh
+        . "$HERE/aarch64.sh"
+        ENVS="$ROOT/aarch64"
+        SYSROOT="$ENVS/sysroot"
+        # torch_npu's aarch64 wheels pin torch==X (no +cpu), which PyPI's aarch64 torch meets: no
+        # --no-deps, no CUDA-build workaround. That torch is the CPU build up to 2.10; from 2.11
+        # PyPI's aarch64 torch is a CUDA 13 build (nvidia-*-cu13 wheels, ~3 GB), as on x86.
+        PAIR_NPU_NODEPS=0
+        PAIR_NOTE="$PAIR_TORCH + $PAIR_NPU: PyPI's aarch64 wheels, installed by the emulated pip (torch >= 2.11 there is a CUDA 13 build: ~3 GB)"
+        ;;
+    *)
+        printf '[sim-env] PINPOOL_ARCH=%q: choose x86_64 (the default) or aarch64\n' "$ARCH" >&2
+        exit 2
+        ;;
+esac
+VENV="$ENVS/$PAIR"
+LOG="$ENVS/$PAIR.log"
 BASE_PY="${PINPOOL_PYTHON:-python3}"
-mkdir -p "$ROOT" || die "creating $ROOT" "set PINPOOL_ENV_ROOT to a writable directory"
+mkdir -p "$ENVS" || die "creating $ENVS" "set PINPOOL_ENV_ROOT to a writable directory"
 
 # Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/;
 # protobuf: `import torchair` (TorchAir, inside torch_npu) loads its GE IR definitions with it.
 TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff protobuf)
+# aarch64: no lint, plots or ninja there (ci/test.sh lints on x86; the build does not use ninja).
+[[ "$ARCH" == aarch64 ]] && TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel protobuf)
 # Bump when the recipe below changes: every cached env is then rebuilt.
 RECIPE=3
 
@@ -72,16 +105,22 @@ venv_base_is_complete() {
     [[ -f "$VENV/.pinpool-stamp" && "$(cat "$VENV/.pinpool-stamp")" == "${WANT_STAMP%% deps=*} deps="* &&
         -x "$VENV/bin/python" ]]
 }
-base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
-    die "running $BASE_PY" "install Python 3 or point PINPOOL_PYTHON at one"
+if [[ "$ARCH" == aarch64 ]]; then
+    BASE_PY="$SYSROOT/$AARCH64_PYTHON"
+    base_py_version="arm64-sysroot-$AARCH64_SYSROOT_RECIPE" # the sysroot's CPython 3.11
+else
+    base_py_version="$("$BASE_PY" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" ||
+        die "running $BASE_PY" "install Python 3 or point PINPOOL_PYTHON at one"
+fi
 WANT_STAMP="recipe=$RECIPE python=$base_py_version torch=$PAIR_TORCH npu=$PAIR_NPU nodeps=$PAIR_NPU_NODEPS deps=${TEST_DEPS[*]}"
 
 if [[ "$QUERY" == --cached ]]; then
+    [[ "$ARCH" != aarch64 ]] || aarch64_sysroot_is_complete "$SYSROOT" || exit 1
     venv_base_is_complete # missing test deps are installed on use, without a download of torch
     exit
 fi
 
-exec 9>"$ROOT/$PAIR.lock"
+exec 9>"$ENVS/$PAIR.lock"
 if ! flock -n 9; then
     say "another process is setting up this env; waiting for it"
     flock 9
@@ -95,14 +134,24 @@ run_logged() {
     "$@" >>"$LOG" 2>&1 || die "$step" "$todo"
 }
 
+# --- 0. aarch64: the machine (qemu-user, cross compiler, binfmt handler) and the sysroot ------
+PIP_OPTS=(--disable-pip-version-check --progress-bar off)
+if [[ "$ARCH" == aarch64 ]]; then
+    aarch64_machine_setup
+    aarch64_sysroot "$SYSROOT"
+    export QEMU_LD_PREFIX="$SYSROOT"
+    PIP_OPTS+=(--no-compile) # aarch64_byte_compile does it natively
+fi
+
 # --- 1. the venv ---------------------------------------------------------------------------
 if venv_is_complete; then
     : # reuse, quietly
 elif venv_base_is_complete; then
     say "installing the test dependencies into the existing env: ${TEST_DEPS[*]}"
     run_logged "installing test dependencies" "check the network / PyPI access and rerun" \
-        "$VENV/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+        "$VENV/bin/python" -m pip install "${PIP_OPTS[@]}" \
         -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
+    [[ "$ARCH" != aarch64 ]] || aarch64_byte_compile "$VENV/lib/python3.11/site-packages"
     echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
 else
     if [[ -e "$VENV" ]]; then
@@ -115,7 +164,8 @@ else
     run_logged "creating the venv" "check that '$BASE_PY -m venv' works (Debian: apt-get install python3-venv)" \
         "$BASE_PY" -m venv "$VENV"
     PY="$VENV/bin/python"
-    PIP=("$PY" -m pip install --disable-pip-version-check --progress-bar off)
+    [[ "$ARCH" != aarch64 ]] || aarch64_check_runs "$SYSROOT" "$PY"
+    PIP=("$PY" -m pip install "${PIP_OPTS[@]}")
     fix_net="check the network / PyPI access and rerun; the half-made env is redone next time"
     say "installing $PAIR_TORCH"
     run_logged "installing $PAIR_TORCH" "$fix_net" "${PIP[@]}" "$PAIR_TORCH"
@@ -135,11 +185,16 @@ else
     run_logged "installing test dependencies" "$fix_net" \
         "${PIP[@]}" -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
 
-    # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md).
-    say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
-    run_logged "installing the CUDA-build import workaround" \
-        "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
-        "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+    if [[ "$ARCH" == aarch64 ]]; then
+        say "byte-compiling the env with the host's CPython 3.11 (emulated, it takes minutes)"
+        aarch64_byte_compile "$VENV/lib/python3.11/site-packages"
+    else
+        # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md).
+        say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
+        run_logged "installing the CUDA-build import workaround" \
+            "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
+            "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+    fi
 
     echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
     say "env ready in $((SECONDS - start)) s"
@@ -154,6 +209,8 @@ PY="$VENV/bin/python"
 SIM_SRC="$REPO/test/simcann"
 SIM_BASE="$VENV/simcann"
 SIM_KEEP=6
+SIM_CROSS=()
+[[ "$ARCH" != aarch64 ]] || SIM_CROSS=(--cross "$AARCH64_TRIPLET-")
 if [[ ! -f "$SIM_SRC/build.sh" ]]; then
     LOG= die "building the simulated CANN runtime" \
         "$SIM_SRC/build.sh does not exist in this checkout yet (the simulator is not on this branch)"
@@ -176,7 +233,7 @@ if [[ ! -f "$SIM_DIR/.stamp" ]]; then
     printf '\n=== simulator build %s (%s) ===\n' "$(date -u +%FT%TZ)" "$SIM_SRC" >>"$LOG"
     run_logged "building the simulated CANN runtime (test/simcann/build.sh)" \
         "read the log above; rerun 'bash test/simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
-        bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new"
+        bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new" "${SIM_CROSS[@]}"
     [[ -f "$SIM_DIR.new/lib/libascendcl.so" ]] ||
         die "building the simulated CANN runtime" "build.sh succeeded but left no $SIM_DIR.new/lib/libascendcl.so"
     echo "$sim_hash" >"$SIM_DIR.new/.stamp"
@@ -206,3 +263,15 @@ echo "export PATH=$(q "$path")"
 echo "export SIMCANN_LIB_DIR=$(q "$lib")"
 echo "export LD_LIBRARY_PATH=$(q "$ld")"
 echo "export TORCH_DEVICE_BACKEND_AUTOLOAD=0"
+if [[ "$ARCH" == aarch64 ]]; then
+    inc="$SYSROOT/usr/include"
+    echo "export PINPOOL_ARCH=aarch64"
+    echo "export QEMU_LD_PREFIX=$(q "$SYSROOT")"
+    echo "export CC=$AARCH64_TRIPLET-gcc"
+    echo "export CXX=$AARCH64_TRIPLET-g++"
+    # The sysroot's CPython headers ahead of the guest path sysconfig names (/usr/include/...).
+    echo "export CPPFLAGS=$(q "-I$inc/python3.11 -I$inc")"
+elif [[ "${QEMU_LD_PREFIX:-}" == "$ROOT/aarch64/sysroot" ]]; then
+    # This shell had an aarch64 env: drop what would cross-compile the x86 build.
+    echo "unset QEMU_LD_PREFIX CC CXX CPPFLAGS PINPOOL_ARCH"
+fi

@@ -17,21 +17,31 @@
 # need (GE's C++ API, the TDT channel, libc_sec) get stubs that abort naming the call, so that
 # `import torchair` and its aclgraph (reduce-overhead) mode load, and a GE-mode call cannot pass.
 # Needs only bash, gcc/g++ and binutils.
+#
+# Cross build (the aarch64 leg, ci/lib/aarch64.sh): --cross aarch64-linux-gnu- compiles, links and
+# reads symbols with that toolchain (PREFIXg++, PREFIXgcc, PREFIXnm) and takes the system
+# libraries from its sysroot instead of ldconfig's (host) list; PY is then the emulated
+# interpreter (it only reports where torch / torch_npu are).
 set -euo pipefail
 
 PY=python3
 OUT=""
+CROSS=""
 JOBS=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
+    --cross) CROSS="$2"; shift 2 ;;
     -j) JOBS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [ -n "$OUT" ] || { echo "build.sh: --out DIR is required" >&2; exit 2; }
+CXX="${CROSS}g++"
+CC="${CROSS}gcc"
+NM="${CROSS}nm"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC="$HERE/src"
@@ -57,6 +67,7 @@ pylib = os.path.join(libdir, ldlib) if ldlib.endswith(".so") or ".so." in ldlib 
 print(where("torch_npu"), where("torch"), os.path.realpath(sys.executable), pylib if os.path.exists(pylib) else "-")
 PYEOF
 )
+[ "$PYLIB" = - ] || [ -f "$PYLIB" ] || PYLIB=-  # an emulated interpreter's path may be a guest path
 
 if [ -f "$TNPU/include/acl/acl.h" ]; then
   INC="$TNPU/include"
@@ -78,14 +89,14 @@ fi
 mapfile -t SOURCES < <(cd "$SRC" && find . -name '*.cpp' | sed 's|^\./||' | sort)
 # Objects are cached in DIR/cache by a hash of the source, every header under src/, the flags and
 # the compiler, so a rebuild only compiles what changed.
-HDR_SUM=$( (cd "$SRC" && find . -name '*.h' | sort | xargs cat; cat "$INC"/acl/*.h; echo "${CXXFLAGS[*]}"; g++ --version) \
+HDR_SUM=$( (cd "$SRC" && find . -name '*.h' | sort | xargs cat; cat "$INC"/acl/*.h; echo "${CXXFLAGS[*]}"; "$CXX" --version) \
   | sha1sum | cut -c1-40)
 compile() {  # $1: path relative to src/
   local o="$OBJ/$(echo "$1" | tr / _ | sed 's/\.cpp$/.o/')"
   local key
   key=$( (echo "$HDR_SUM"; cat "$SRC/$1") | sha1sum | cut -c1-40)
   if [ ! -f "$OUT/cache/$key.o" ]; then
-    g++ "${CXXFLAGS[@]}" -c "$SRC/$1" -o "$OUT/cache/$key.o.tmp.$$" && mv "$OUT/cache/$key.o.tmp.$$" "$OUT/cache/$key.o" || return 1
+    "$CXX" "${CXXFLAGS[@]}" -c "$SRC/$1" -o "$OUT/cache/$key.o.tmp.$$" && mv "$OUT/cache/$key.o.tmp.$$" "$OUT/cache/$key.o" || return 1
   fi
   cp "$OUT/cache/$key.o" "$o"
 }
@@ -101,9 +112,9 @@ for p in "${pids[@]}"; do wait "$p" || fail=1; done
 
 # 2. Which names torch_npu needs from the runtime.
 sys_lib() {  # path of a system library by soname
-  local p
-  p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64|64bit|AArch64/ {print $NF; exit}')
-  [ -n "$p" ] || p=$(gcc -print-file-name="$1")
+  local p=""
+  [ -n "$CROSS" ] || p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64|64bit|AArch64/ {print $NF; exit}')
+  [ -n "$p" ] || p=$("$CC" -print-file-name="$1")
   [ -f "$p" ] && echo "$p"
 }
 NPU_LIBS=("$TNPU"/lib/*.so "$TNPU"/_C*.so)
@@ -120,9 +131,9 @@ for n in libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1 libpthread.so.0 libdl.
   p=$(sys_lib "$n" || true)
   [ -n "$p" ] && DEF_LIBS+=("$p")
 done
-nm -D --defined-only "${DEF_LIBS[@]}" 2>/dev/null | awk 'NF >= 3 {print $3}' | sed 's/@.*//' \
+"$NM" -D --defined-only "${DEF_LIBS[@]}" 2>/dev/null | awk 'NF >= 3 {print $3}' | sed 's/@.*//' \
   | sort -u > "$GEN/defined_elsewhere.txt"
-nm -D --undefined-only "${NPU_LIBS[@]}" 2>/dev/null | awk 'NF >= 2 {print $NF}' | sed 's/@.*//' \
+"$NM" -D --undefined-only "${NPU_LIBS[@]}" 2>/dev/null | awk 'NF >= 2 {print $NF}' | sed 's/@.*//' \
   | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | sort -u > "$GEN/undefined.txt"
 comm -23 "$GEN/undefined.txt" "$GEN/defined_elsewhere.txt" \
   | grep -Ev '^(_Z|_?Py|__|_ITM_|_init$|_fini$)' > "$GEN/linked.txt" || true
@@ -133,7 +144,7 @@ strings -n 5 "${NPU_LIBS[@]}" \
 # names in its strings.
 : > "$GEN/torchair.txt"
 if [ ${#TA_LIBS[@]} -gt 0 ]; then
-  { nm -D --undefined-only "${TA_LIBS[@]}" 2>/dev/null | awk 'NF >= 2 {print $NF}' | sed 's/@.*//' \
+  { "$NM" -D --undefined-only "${TA_LIBS[@]}" 2>/dev/null | awk 'NF >= 2 {print $NF}' | sed 's/@.*//' \
       | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | sort -u | comm -23 - "$GEN/defined_elsewhere.txt" \
       | grep -Ev '^(_?Py|__|_ITM_|_init$|_fini$)'
     strings -n 5 "${TA_LIBS[@]}" \
@@ -141,7 +152,7 @@ if [ ${#TA_LIBS[@]} -gt 0 ]; then
   } | sort -u | comm -23 - "$GEN/linked.txt" | comm -23 - "$GEN/dlsymed.txt" > "$GEN/torchair.txt" || true
 fi
 sort -u "$GEN/linked.txt" "$GEN/dlsymed.txt" "$GEN/torchair.txt" > "$GEN/wanted.txt"
-nm -g --defined-only "$OBJ"/*.o | awk 'NF >= 3 {print $3}' | sort -u > "$GEN/implemented.txt"
+"$NM" -g --defined-only "$OBJ"/*.o | awk 'NF >= 3 {print $3}' | sort -u > "$GEN/implemented.txt"
 comm -23 "$GEN/wanted.txt" "$GEN/implemented.txt" > "$GEN/stubbed.txt"
 
 # 3. Generate the stubs (C, no ACL header: the real prototypes vary; the x86-64/aarch64 ABI lets
@@ -166,10 +177,10 @@ comm -23 "$GEN/wanted.txt" "$GEN/implemented.txt" > "$GEN/stubbed.txt"
     echo "long $n(void) { return simcann_stub_hit(\"$label\", $kind); }"
   done < "$GEN/stubbed.txt"
 } > "$GEN/stubs.c"
-gcc -O0 -g0 -fPIC -w -c "$GEN/stubs.c" -o "$GEN/stubs.o"
+"$CC" -O0 -g0 -fPIC -w -c "$GEN/stubs.c" -o "$GEN/stubs.o"
 
 # 4. Link one library; every other name is a symlink to it.
-g++ -shared -pthread -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" -Wl,-soname,libascendcl.so
+"$CXX" -shared -pthread -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" -Wl,-soname,libascendcl.so
 # Library names: the NEEDED entries of torch_npu's libraries that neither torch nor the system
 # provides (libascendcl, libhccl, libacl_op_compiler, libge_runner, libgraph, libacl_tdt_channel,
 # ...), plus those looked up at run time. Optional tool libraries torch_npu probes for

@@ -4,6 +4,9 @@
 // dereference device pointers directly. Every allocation is registered with a process-unique id so
 // that a task can tell "the memory I was given is gone" (freed) from "it is still the same
 // allocation" -- see Note [Range checks] in state.h.
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -85,8 +88,12 @@ bool remove(void* p, MemKind kind, bool release) {
 
 constexpr size_t kDeviceAlign = 512;
 // Pinned host memory comes in whole pages (the driver pins pages), and torch_npu registers what
-// aclrtMallocHostWithCfg returned, which aclrtHostRegister* require to be 4 KiB aligned.
-constexpr size_t kHostAlign = 4096;
+// aclrtMallocHostWithCfg returned, which aclrtHostRegister* require to be 4 KiB aligned. The
+// page is the kernel's: 4 KiB on x86-64, often 64 KiB on aarch64 (Kunpeng) kernels.
+size_t host_align() {
+  static const size_t align = std::max<size_t>(4096, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  return align;
+}
 
 uint64_t device_total_bytes() {
   // Ascend910B2 / 910_93xx: 64 GiB HBM per device (die).
@@ -124,7 +131,7 @@ aclError host_malloc(void** hostPtr, size_t size, const char* api) {
     *hostPtr = nullptr;
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
   }
-  *hostPtr = add(size, MemKind::kPinned, kHostAlign);
+  *hostPtr = add(size, MemKind::kPinned, host_align());
   if (*hostPtr == nullptr) {
     set_error("simcann: %s: host heap exhausted", api);
     return ACL_ERROR_RT_MEMORY_ALLOCATION;

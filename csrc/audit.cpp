@@ -171,7 +171,10 @@ struct Check {
 struct Audit::State {
   ska::flat_hash_map<void*, BlockFacts> blocks;
   ska::flat_hash_map<uint64_t, GraphFacts> graphs;
-  std::vector<MempoolId> released_pools;
+  // Note [Released pools]: graph pools a stream used a capture-time block of; released ids
+  // torch_npu >= 2.11 would still keep (true: for good, false: until its next empty_cache).
+  ska::flat_hash_set<const void*> pools_with_used_blocks;
+  std::vector<std::pair<MempoolId, bool>> released_pools;
   Tally tallies[kHazardKinds];
   CheckCounts counts;
 };
@@ -293,12 +296,13 @@ void Audit::note_eager_copy(void* block, size_t block_size, const Stream& stream
   }
 }
 
-void Audit::note_captured_use(void* block, size_t block_size, bool pool_block, uint64_t graph,
+void Audit::note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
                               c10::DeviceIndex device) {
   const CopyScope::HostSide side = copy_in(block, block_size);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pool_block) {
+  if (pool != nullptr) {
     state_->blocks[block].stream_used = true;
+    state_->pools_with_used_blocks.insert(pool);
   }
   GraphFacts& facts = state_->graphs[graph];
   facts.device = device;
@@ -313,11 +317,6 @@ void Audit::note_captured_use(void* block, size_t block_size, bool pool_block, u
   if (std::find(facts.writes.begin(), facts.writes.end(), block) == facts.writes.end()) {
     facts.writes.push_back(block);
   }
-}
-
-void Audit::note_eager_use_of_pool_block(void* block) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  state_->blocks[block].stream_used = true;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -341,20 +340,38 @@ void Audit::note_pool_block_settled(void* block, size_t block_size) {
   }
 }
 
-void Audit::note_pool_released(MempoolId id) {
-  if (id == MempoolId{0, 0}) {
-    return;
-  }
+// Note [Released pools]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu >= 2.11 (ATen's host private pools) fails a capture into a pool id it still lists
+// with use count 0 (create_or_incref_pool_under_lock: INTERNAL ASSERT use_count > 0). Its
+// release_pool leaves the pool listed; its empty_cache erases a released pool only once the
+// pool holds no block - and a capture-time block a stream used never leaves it (leaked_by_native).
+// So a capture into a released id is counted when that pool had such a block, or when no
+// empty_cache ran since the release (torch.npu.graph runs one on entry; capture_begin called
+// directly does not). A released id is forgotten once captured into again: a new pool.
+void Audit::note_pool_released(MempoolId id, const void* pool) {
   std::lock_guard<std::mutex> lock(mutex_);
-  state_->released_pools.push_back(id);
+  const bool kept = state_->pools_with_used_blocks.erase(pool) > 0;
+  if (id != MempoolId{0, 0}) {
+    state_->released_pools.emplace_back(id, kept);
+  }
+}
+
+void Audit::note_empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& released = state_->released_pools;
+  released.erase(std::remove_if(released.begin(), released.end(),
+                                [](const auto& entry) { return !entry.second; }),
+                 released.end());
 }
 
 void Audit::note_capture_into(MempoolId id, SiteId site) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto& released = state_->released_pools;
-  auto it = std::find(released.begin(), released.end(), id);
+  auto it = std::find_if(released.begin(), released.end(),
+                         [&](const auto& entry) { return entry.first == id; });
   if (it != released.end()) {
-    released.erase(it);  // a new pool of that id lives now
+    released.erase(it);
     add(Hazard::kReleasedPoolRecapture, kReleasedPool, 0, {site});
   }
 }

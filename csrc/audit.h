@@ -123,16 +123,18 @@ class Audit {
   void note_alloc(void* block, SiteId site);
   // record_event of a copy on a stream that is not capturing; before ATen records its event.
   void note_eager_copy(void* block, size_t block_size, const Stream& stream);
-  // A captured copy uses `block` (under the allocator's mutex_).
-  void note_captured_use(void* block, size_t block_size, bool pool_block, uint64_t graph,
+  // A captured copy uses `block` (under the allocator's mutex_); `pool`: the graph pool that
+  // owns it, null for a block pinned outside a capture.
+  void note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
                          c10::DeviceIndex device);
-  void note_eager_use_of_pool_block(void* block);
   // The tensor of `block` died while a graph using it lives (recycled_by_native).
   void note_freed_while_used(void* block, size_t block_size, bool pool_block,
                              bool graph_capturing);
   // A pool block became reusable after its graphs died (leaked_by_native).
   void note_pool_block_settled(void* block, size_t block_size);
-  void note_pool_released(MempoolId id);
+  // released_pool_recapture (Note [Released pools]).
+  void note_pool_released(MempoolId id, const void* pool);
+  void note_empty_cache();
   void note_capture_into(MempoolId id, SiteId site);
   void note_graph_died(uint64_t graph);
   void note_pageable_copy(size_t bytes);

@@ -350,7 +350,7 @@ void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
 // A captured operation on `graph`'s stream reads or writes `block`.
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
   if (audit_ != nullptr) {
-    audit_->note_captured_use(block->ptr_, block->size_, block->pool_ != nullptr, graph.handle,
+    audit_->note_captured_use(block->ptr_, block->size_, block->pool_, graph.handle,
                               graph.device);
   }
   auto& users = block->users_;

@@ -230,7 +230,7 @@ void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
   }
   pool->released = true;
   if (audit_ != nullptr) {
-    audit_->note_pool_released(pool->id);  // released_pool_recapture
+    audit_->note_pool_released(pool->id, pool);  // Note [Released pools]
   }
   auto it = pools_.find(pool->id);
   if (it != pools_.end() && it->second == pool) {

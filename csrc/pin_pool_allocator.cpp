@@ -236,9 +236,6 @@ bool PinPoolHostAllocatorImpl::record_use(void* ptr, void* ctx, Stream stream) {
     // Pinned before activation: its deleter is native's, so is its bookkeeping.
     return native_->record_event(ptr, ctx, stream.unwrap());
   }
-  if (audit_ != nullptr && block->pool_ != nullptr) {
-    audit_->note_eager_use_of_pool_block(block->ptr_);
-  }
   std::lock_guard<std::mutex> guard(block->mutex_);
   block->streams_.insert(stream);
   return true;
@@ -271,6 +268,9 @@ void PinPoolHostAllocatorImpl::empty_cache() {
   // Deterministic: fence what died and wait for the fences (graphs whose replay stream is
   // capturing stay pending), so graph gone + host_empty_cache() gives the bytes back. A live
   // pool's free blocks stay its own (Note [Pool lifetime]).
+  if (audit_ != nullptr) {
+    audit_->note_empty_cache();  // Note [Released pools]
+  }
   process_pending(/*wait=*/true);
   Base::empty_cache();
   {

@@ -85,7 +85,9 @@ NATIVE: tuple[Native, ...] = (
         (2, 11),
         (2, 13),
         "docs/problem.md, defect 2 (2.13)",
-        "the capture fails with INTERNAL ASSERT ... use_count > 0",
+        "the capture fails with INTERNAL ASSERT ... use_count > 0 (the released pool is still "
+        "listed: it keeps the capture-time blocks a stream used, or no host_empty_cache() ran "
+        "since)",
     ),
     Native(
         "pageable_copy_in_capture",
@@ -144,16 +146,13 @@ def _version(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _span(row: Native) -> str:
-    if row.first is None or row.last is None:
-        return "every torch_npu release"
-    first, last = "%d.%d" % row.first, "%d.%d" % row.last
-    return f"torch_npu {first}" if first == last else f"torch_npu {first}-{last}"
+def _release(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
 def affects(kind: str, shapes: dict[str, int], torch_npu_version: str) -> str:
     """What native torch_npu does for the shapes seen (every shape of the kind if none), and
-    whether this process's release is one of them."""
+    whether this process's release is one of those it does it on."""
     rows = [r for r in NATIVE if r.kind == kind and (not shapes or r.shape in shapes)]
     running = _version(torch_npu_version)
     parts = []
@@ -161,10 +160,17 @@ def affects(kind: str, shapes: dict[str, int], torch_npu_version: str) -> str:
         if row.first is None or row.last is None:
             parts.append(f"{row.shape}: {row.what}")
             continue
-        hit = row.first <= running <= row.last
+        span = _release(row.first)
+        if row.last != row.first:
+            span += f"-{_release(row.last)}"
+        hit = (
+            "this process's release included"
+            if row.first <= running <= row.last
+            else (f"not {_release(running)}, this process's release")
+        )
         parts.append(
-            f"{row.shape}: {_span(row)} alone {'(this one included)' if hit else '(not this one)'}"
-            f": {row.what} [measured: {row.measured}]"
+            f"{row.shape}: torch_npu {span} without the plugin ({hit}): {row.what} "
+            f"[measured: {row.measured}]"
         )
     return "; ".join(parts)
 

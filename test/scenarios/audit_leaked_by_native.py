@@ -27,5 +27,11 @@ for k in range(CAPTURES):
     g.reset()
     del h, g
 torch_npu.npu.host_empty_cache()
-report({"held_before": before, "held_after": held_bytes(), "pin_site": site("pin"),
-        "hazards": hazards()})
+report(
+    {
+        "held_before": before,
+        "held_after": held_bytes(),
+        "pin_site": site("pin"),
+        "hazards": hazards(),
+    }
+)

@@ -12,6 +12,7 @@ import atexit
 import json
 import os
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,17 +204,27 @@ def checked(ext: Any) -> str:
     written_while_queued sees])."""
     c = ext.report_checks()
     return (
-        f"compared at completion: {c['copies']} H2D copies, {c['replays']} replays; not "
+        f"compared at completion: {c['copies']} H2D copies and {c['replays']} replays; not "
         f"checked: {c['unchecked']} reads, {c['pending']} still queued"
     )
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return str(n)
+    return f"{n:.1f} GiB"
+
+
+# What a kind's sites are, for the text report.
+_SITES = {
+    "recycled_by_native": "pinned at",
+    "leaked_by_native": "pinned at",
+    "released_pool_recapture": "captured at",
+    "pageable_copy_in_capture": "copied at",
+    "written_while_queued": "enqueued / allocated at",
+}
 
 
 def text(report: dict[str, Any], checks: str = "") -> str:
@@ -223,19 +234,18 @@ def text(report: dict[str, Any], checks: str = "") -> str:
         f"torch_npu_pinpool report (pid {os.getpid()}, torch_npu {report['torch_npu']}, "
         f"torch_npu_pinpool {report['plugin']}): "
     )
-    if not found:
-        lines = [head + "no hazard seen"]
-    else:
-        lines = [head + ", ".join(f"{h['kind']} x{h['count']}" for h in found)]
+    head += ", ".join(f"{h['kind']} x{h['count']}" for h in found) if found else "no hazard seen"
+    lines = [head]
+    wrap = textwrap.TextWrapper(width=100, initial_indent="    ", subsequent_indent="    ")
     for h in report["hazards"]:
         if not h["count"]:
             if h["kind"] == "written_while_queued" and checks:
                 lines.append(f"  {h['kind']}: none ({checks})")
             continue
-        lines.append(f"  {h['kind']}: {h['count']} ({_size(h['bytes'])})")
+        lines.append(f"  {h['kind']}: {h['count']}, {_size(h['bytes'])}")
         if h["sites"]:
-            lines.append(f"    at {', '.join(h['sites'])}")
-        lines.append(f"    {h['affects']}")
+            lines.append(f"    {_SITES[h['kind']]} {', '.join(h['sites'])}")
+        lines += wrap.wrap(h["affects"])
     return "\n".join(lines)
 
 

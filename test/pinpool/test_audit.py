@@ -277,6 +277,15 @@ def test_audit_command_race(tmp_path):
     assert h["sites"] == [_site("replay"), _site("input")]
 
 
+def test_readme_example_names_the_programs_lines():
+    """README, "Is my program affected?": the report quoted there names audit_program.py's lines
+    of replay() and of the input's allocation (kept true when the program changes)."""
+    readme = open(os.path.join(os.path.dirname(SCENARIOS), "..", "README.md")).read()
+    section = readme.split("## Is my program affected?", 1)[1].split("\n## ", 1)[0]
+    replay, alloc = (os.path.basename(_site(m)) for m in ("replay", "input"))
+    assert f"enqueued / allocated at {replay}, {alloc}" in section
+
+
 def test_audit_command_says_what_it_could_not_audit(tmp_path):
     """Plugin switched off: the command says so and still exits with the program's status; a
     program that never imports torch_npu: nothing to audit."""

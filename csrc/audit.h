@@ -134,7 +134,6 @@ class Audit {
   void note_pool_block_settled(void* block, size_t block_size);
   // released_pool_recapture (Note [Released pools]).
   void note_pool_released(MempoolId id, const void* pool);
-  void note_empty_cache();
   void note_capture_into(MempoolId id, SiteId site);
   void note_graph_died(uint64_t graph);
   void note_pageable_copy(size_t bytes);

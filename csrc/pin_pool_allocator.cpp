@@ -268,9 +268,6 @@ void PinPoolHostAllocatorImpl::empty_cache() {
   // Deterministic: fence what died and wait for the fences (graphs whose replay stream is
   // capturing stay pending), so graph gone + host_empty_cache() gives the bytes back. A live
   // pool's free blocks stay its own (Note [Pool lifetime]).
-  if (audit_ != nullptr) {
-    audit_->note_empty_cache();  // Note [Released pools]
-  }
   process_pending(/*wait=*/true);
   Base::empty_cache();
   {

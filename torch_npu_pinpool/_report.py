@@ -87,8 +87,7 @@ NATIVE: tuple[Native, ...] = (
         (2, 13),
         "docs/problem.md, defect 2 (2.13)",
         "the capture fails with INTERNAL ASSERT ... use_count > 0 (the released pool is still "
-        "listed: it keeps the capture-time blocks a stream used, or no host_empty_cache() ran "
-        "since)",
+        "listed: it keeps the capture-time blocks a stream used)",
     ),
     Native(
         "pageable_copy_in_capture",

@@ -263,7 +263,7 @@ def test_audit_command_clean(tmp_path):
     assert "no hazard seen" in proc.stderr
 
 
-@SLOW
+@pytest.mark.simulator  # the task delay is the simulator's
 def test_audit_command_race(tmp_path):
     """A pinned input rewritten while its replay is still queued (the simulator holds each task
     back): written_while_queued at the replay() and allocation lines."""

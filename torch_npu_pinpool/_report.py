@@ -57,8 +57,8 @@ NATIVE: tuple[Native, ...] = (
         "recycled_by_native",
         "pinned before the capture, freed inside it",
         (2, 8),
-        (2, 13),
-        "docs/problem.md, defect 3 (2.10, 2.13)",
+        (2, 14),
+        "docs/problem.md, defect 3 (2.10, 2.13, 2.14)",
         "the block goes back to the shared cache: the next pin_memory() gets it and every "
         "replay reads that owner's bytes",
     ),
@@ -66,8 +66,9 @@ NATIVE: tuple[Native, ...] = (
         "recycled_by_native",
         "pinned before the capture, freed after it",
         (2, 8),
-        (2, 13),
-        "docs/problem.md, a block freed after its capture (2.10, 2.13)",
+        (2, 14),
+        "docs/problem.md, a block freed after its capture (2.10, 2.13); 2.14: "
+        "test_recycled_by_native_is_what_native_does",
         "the captured copy's event on the block was recorded into the capture, so the block "
         "counts as idle and goes back to the shared cache: the next pin_memory() gets it and "
         "every replay reads that owner's bytes",
@@ -76,16 +77,16 @@ NATIVE: tuple[Native, ...] = (
         "leaked_by_native",
         "a capture-time block a stream used",
         (2, 11),
-        (2, 13),
-        "docs/problem.md, defect 1 (2.13: 20 captures of a 16 KiB input kept 320 KiB)",
+        (2, 14),
+        "docs/problem.md, defect 1 (2.13, 2.14: 20 captures of a 16 KiB input kept 320 KiB)",
         "the block is never given back, even once every graph of its pool is gone",
     ),
     Native(
         "released_pool_recapture",
         "a pool id whose graphs were all released",
         (2, 11),
-        (2, 13),
-        "docs/problem.md, defect 2 (2.13)",
+        (2, 14),
+        "docs/problem.md, defect 2 (2.13, 2.14)",
         "the capture fails with INTERNAL ASSERT ... use_count > 0 (the released pool is still "
         "listed: it keeps the capture-time blocks a stream used)",
     ),
@@ -93,8 +94,8 @@ NATIVE: tuple[Native, ...] = (
         "pageable_copy_in_capture",
         "a pageable CPU tensor in a captured copy",
         (2, 8),
-        (2, 13),
-        "README, Copying pageable memory inside a capture (2.10, 2.13)",
+        (2, 14),
+        "README, Copying pageable memory inside a capture (2.10, 2.13); docs/problem.md (2.14)",
         "the runtime rejects the copy (107000; blocking: 107030) and torch_npu's error names "
         "neither tensor nor fix; after a non_blocking one its task queue runs nothing more",
     ),

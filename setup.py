@@ -98,7 +98,10 @@ def _extensions(info: dict):
     ext = CppExtension(
         name="torch_npu_pinpool._C",
         sources=[
+            "csrc/audit.cpp",
+            "csrc/audit_sites.cpp",
             "csrc/capture_registry.cpp",
+            "csrc/completion_probe.cpp",
             "csrc/graph_pools.cpp",
             "csrc/large_blocks.cpp",
             "csrc/module.cpp",

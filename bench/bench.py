@@ -1,4 +1,4 @@
-"""torch_npu_pinpool against torch_npu's own pinned host allocator, every figure (P1 - P9) of
+"""torch_npu_pinpool against torch_npu's own pinned host allocator, every figure (P1 - P10) of
 bench/README.md, on the simulated CANN runtime, for the torch / torch_npu pair installed in
 this interpreter's environment (`source ci/sim-env.sh PAIR`, plugin installed):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark figure (P1 - P9), plugin against torch_npu's own allocator, on each pair.
+# Every benchmark figure (P1 - P10), plugin against torch_npu's own allocator, on each pair.
 #
 #   bash bench/run.sh                          # required pairs (2.13, 2.10): every figure,
 #                                              # bench/results/PAIR.{json,txt,png}, README update

@@ -2,6 +2,7 @@
 // begun, learns its runtime capture, ends (or fails to), is replayed, and dies (reset, garbage
 // collection, or a capture that ended without a graph); each is one call here. What a graph's
 // death does to its blocks is graph_pools.cpp's (Note [Graph ownership of blocks]).
+#include "audit.h"
 #include "pin_pool_allocator.h"
 
 #include <c10/util/Exception.h>
@@ -154,6 +155,9 @@ void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
     t_announced = nullptr;
   }
   graphs_.erase(graph->handle);
+  if (audit_ != nullptr) {
+    audit_->note_graph_died(graph->handle);
+  }
   graph->state = CapturedGraph::State::kDead;
   if (graph->pool != nullptr) {
     if (!graph->announced) {
@@ -201,6 +205,9 @@ void refuse_expandable_segments() {
 
 uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
   refuse_expandable_segments();
+  if (audit_ != nullptr) {  // released_pool_recapture; its site needs the GIL: before the lock
+    audit_->note_capture_into(pool_id, audit_->site_here());
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = new_graph_locked(/*announced=*/true);
 #if PINPOOL_HAS_ATEN_HOST_POOLS
@@ -419,6 +426,10 @@ void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
 
 // A captured operation on `graph`'s stream reads or writes `block`.
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
+  if (audit_ != nullptr) {
+    audit_->note_captured_use(block->ptr_, block->size_, block->pool_, graph.handle,
+                              graph.device);
+  }
   if (block->users_.insert(&graph).second) {
     graph.blocks.push_back(block);
     if (block->pool_ == nullptr) {

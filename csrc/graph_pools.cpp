@@ -3,6 +3,7 @@
 // processed here too (process_pending).
 #include "pin_pool_allocator.h"
 
+#include "audit.h"
 #include "large_blocks.h"
 
 #include <c10/util/Exception.h>
@@ -186,6 +187,9 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
   UseFence fence = take_use_fence(block);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (audit_ != nullptr) {
+      audit_free_locked(block);
+    }
     if (block->pool_ == nullptr) {
       block->free_deferred_ = true;  // ATen's free runs once the block settles
     } else {
@@ -202,6 +206,19 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
   }
   for (PinBlock* b : base_frees) {
     free_default(b);
+  }
+}
+
+// recycled_by_native: the tensor of a block that a live graph's captured copies use dies.
+void PinPoolHostAllocatorImpl::audit_free_locked(PinBlock* block) {
+  bool alive = false;
+  bool capturing = false;
+  for (const CapturedGraph* graph : block->users_) {
+    alive = alive || graph->state != CapturedGraph::State::kDead;
+    capturing = capturing || graph->state == CapturedGraph::State::kCapturing;
+  }
+  if (alive) {
+    audit_->note_freed_while_used(block->ptr_, block->size_, block->pool_ != nullptr, capturing);
   }
 }
 
@@ -225,6 +242,9 @@ void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
   }
   if (block->allocated_ || block->events_pending_) {
     return;
+  }
+  if (audit_ != nullptr) {
+    audit_->note_pool_block_settled(block->ptr_, block->size_);  // leaked_by_native
   }
   if (pool->released) {
     give_back_locked(block, released);
@@ -257,6 +277,9 @@ void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
     return;
   }
   pool->released = true;
+  if (audit_ != nullptr) {
+    audit_->note_pool_released(pool->id, pool);  // Note [Released pools]
+  }
   auto it = pools_.find(pool->id);
   if (it != pools_.end() && it->second == pool) {
     pools_.erase(it);

@@ -2,6 +2,7 @@
 // are the ones of Note [Graph handles] (capture_registry.cpp), one each; _hooks.py calls them.
 #include <torch/extension.h>
 
+#include "audit.h"
 #include "pageable_copy_guard.h"
 #include "pin_pool_allocator.h"
 
@@ -33,6 +34,59 @@ py::list pool_stats() {
     out.append(d);
   }
   return out;
+}
+
+Audit& audit() {
+  Audit* audit = Audit::get();
+  TORCH_CHECK(audit != nullptr,
+              "torch_npu_pinpool: the report is off; set TORCH_NPU_PINPOOL_REPORT=1 (or a path) "
+              "before the process starts.");
+  return *audit;
+}
+
+// The report's raw data (torch_npu_pinpool/_report.py adds `affects` and formats it).
+py::list report_data(double wait_s) {
+  py::list out;
+  std::vector<HazardTally> tallies;
+  {
+    py::gil_scoped_release no_gil;  // waiting for checks: their probes never take the GIL
+    tallies = audit().tallies(wait_s);
+  }
+  for (const auto& tally : tallies) {
+    py::dict d;
+    d["kind"] = hazard_name(tally.kind);
+    d["count"] = tally.count;
+    d["bytes"] = tally.bytes;
+    d["sites"] = tally.sites;
+    py::dict shapes;
+    for (const auto& [shape, count] : tally.shapes) {
+      shapes[py::str(shape)] = count;
+    }
+    d["shapes"] = shapes;
+    out.append(d);
+  }
+  return out;
+}
+
+py::dict report_checks() {
+  const CheckCounts counts = audit().check_counts();
+  py::dict d;
+  d["copies"] = counts.copies;
+  d["replays"] = counts.replays;
+  d["unchecked"] = counts.unchecked;
+  d["pending"] = counts.pending;
+  return d;
+}
+
+// NPUGraph.replay with the report on: Note [Graph handles]'s graph_replay, then the replay
+// checked for written_while_queued (Note [What written_while_queued sees]).
+void audit_replay(uint64_t handle, const py::function& replay) {
+  impl().graph_replay(handle);
+  Audit& a = audit();
+  std::unique_ptr<ReplayCheck> check = a.replay_begin(handle);
+  replay();
+  py::gil_scoped_release no_gil;  // the probe goes through torch_npu's task queue
+  a.replay_end(std::move(check));
 }
 
 }  // namespace
@@ -68,4 +122,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("graph_died", [](uint64_t h) { pp::impl().graph_died(h); }, release_gil());
   m.def("process_pending", [] { pp::impl().process_pending(); }, release_gil());
   m.def("pool_stats", &pp::pool_stats);
+  // The audit report (audit.h). enable_report must come before activate().
+  m.def("enable_report", [](std::vector<std::string> library_dirs, std::string cwd) {
+    pp::Audit::enable(std::move(library_dirs), std::move(cwd));
+  });
+  m.def("report_enabled", [] { return pp::Audit::get() != nullptr; });
+  m.def("install_copy_direction_scope", &pp::install_copy_direction_scope);
+  m.def("audit_replay", &pp::audit_replay);
+  m.def("audit_host_function", [] { pp::audit().note_host_function(); });
+  m.def("report_data", &pp::report_data);
+  m.def("report_checks", &pp::report_checks);
+  m.def("report_close", [] { pp::audit().close(); });
 }

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 
+#include "audit.h"
 #include "pin_pool_allocator.h"
 
 namespace torch_npu_pinpool {
@@ -76,6 +77,9 @@ void refuse_if_pageable(const at::Tensor& self, const at::Tensor& src) {
   if (!in_capture(stream)) {  // Note [Is this stream capturing]
     return;  // this stream is not the one capturing: an ordinary copy
   }
+  if (Audit* audit = Audit::get()) {
+    audit->note_pageable_copy(host.nbytes());  // pageable_copy_in_capture
+  }
   TORCH_CHECK(false, "torch_npu_pinpool: cannot copy ",
               to_device ? "a pageable (not pinned) CPU tensor to the NPU"
                         : "from the NPU into a pageable (not pinned) CPU tensor",
@@ -91,12 +95,8 @@ void refuse_if_pageable(const at::Tensor& self, const at::Tensor& src) {
               "reset() or drop.");
 }
 
-at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
-                          bool non_blocking) {
-  auto* allocator = active_allocator();
-  if (C10_UNLIKELY(allocator != nullptr && allocator->impl().capture_underway())) {
-    refuse_if_pageable(self, src);
-  }
+at::Tensor& native_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
+                        bool non_blocking) {
   static const c10::OperatorHandle op =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
   return ((*g_native_copy).*kernel_member())
@@ -104,12 +104,31 @@ at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::
                                                                non_blocking);
 }
 
-}  // namespace
+at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
+                          bool non_blocking) {
+  auto* allocator = active_allocator();
+  if (C10_UNLIKELY(allocator != nullptr && allocator->impl().capture_underway())) {
+    refuse_if_pageable(self, src);
+  }
+  return native_copy_(keys, self, src, non_blocking);
+}
 
-bool install_pageable_copy_guard() {
+// With the audit report on (chosen at installation, so the kernel above is unchanged when it is
+// off): the copy's direction for record_event (Note [Copy direction]).
+template <bool kRefuse>
+at::Tensor& audited_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
+                          bool non_blocking) {
+  CopyScope scope(self, src);
+  if (kRefuse) {
+    return guarded_copy_(keys, self, src, non_blocking);
+  }
+  return native_copy_(keys, self, src, non_blocking);
+}
+
+bool install_copy_kernel(bool refuse) {
   static std::once_flag once;
   static bool installed = false;
-  std::call_once(once, [] {
+  std::call_once(once, [refuse] {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
     if (!op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
       return;  // torch_npu registered no copy_: nothing to guard
@@ -121,15 +140,30 @@ bool install_pageable_copy_guard() {
     // Leaked: deregistering at exit would race copies still in flight on other threads.
     auto* library = new torch::Library(torch::Library::IMPL, "aten",
                                        c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-    library->impl("copy_", TORCH_FN(guarded_copy_));
+    if (Audit::get() == nullptr) {
+      library->impl("copy_", TORCH_FN(guarded_copy_));  // refuse: only with the report off
+    } else if (refuse) {
+      library->impl("copy_", TORCH_FN(audited_copy_<true>));
+    } else {
+      library->impl("copy_", TORCH_FN(audited_copy_<false>));
+    }
     installed = true;
   });
   return installed;
 }
 
+}  // namespace
+
+bool install_pageable_copy_guard() { return install_copy_kernel(/*refuse=*/true); }
+
+bool install_copy_direction_scope() {
+  return Audit::get() != nullptr && install_copy_kernel(/*refuse=*/false);
+}
+
 #else  // torch 2.8 / 2.9: no way to reach torch_npu's copy_ kernel once replaced.
 
 bool install_pageable_copy_guard() { return false; }
+bool install_copy_direction_scope() { return false; }
 
 #endif
 

@@ -4,6 +4,7 @@
 // graphs: capture_registry.cpp.
 #include "pin_pool_allocator.h"
 
+#include "audit.h"
 #include "large_blocks.h"
 
 #include <Python.h>
@@ -32,7 +33,8 @@ namespace torch_npu_pinpool {
 PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
       large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
-      large_(new LargeBlocks()) {}
+      large_(new LargeBlocks()),
+      audit_(Audit::get()) {}
 
 // ---------------------------------------------------------------------------------------
 // The default pool for requests >= large_threshold_: Note [Large blocks] (large_blocks.h).
@@ -165,6 +167,9 @@ bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
 // allocate / free / record_event: Note [Fast path]
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
+  if (C10_UNLIKELY(audit_ != nullptr)) {
+    return allocate_audited(size);
+  }
   if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
     return allocate_default(size);
   }
@@ -186,6 +191,9 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
 }
 
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
+  if (C10_UNLIKELY(audit_ != nullptr)) {
+    audit_copy(ptr, ctx, s);  // before ATen's event: Note [Completion probes]
+  }
   if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
     if (Base::record_event(ptr, ctx, s)) {
       return true;
@@ -231,6 +239,26 @@ bool PinPoolHostAllocatorImpl::record_use(void* ptr, void* ctx, Stream stream) {
   std::lock_guard<std::mutex> guard(block->mutex_);
   block->streams_.insert(stream);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// The audit report's hooks on the eager paths (Note [Audit hooks]): its sites need the GIL, so
+// they are taken here, outside every lock.
+
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_audited(size_t size) {
+  auto out = captures_underway_.load(std::memory_order_relaxed) == 0
+                 ? allocate_default(size)
+                 : allocate_during_capture(size);
+  if (out.first != nullptr) {
+    audit_->note_alloc(out.first, audit_->site_here());
+  }
+  return out;
+}
+
+void PinPoolHostAllocatorImpl::audit_copy(void* ptr, void* ctx, c10::Stream s) {
+  if (PinBlock* block = find_block(ptr, ctx)) {
+    audit_->note_eager_copy(block->ptr_, block->size_, Stream(Stream::UNCHECKED, s));
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ struct PoolInfo {
 };
 
 class LargeBlocks;  // large_blocks.h
+class Audit;        // audit.h
 
 class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Stream, Event, PinBlock> {
   using Base = at::CachingHostAllocatorImpl<Stream, Event, PinBlock>;
@@ -192,6 +193,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // The default pool's allocate / free: requests >= large_threshold_ go to LargeBlocks instead
   // of ATen's Base (Note [Large blocks]).
   std::pair<void*, void*> allocate_default(size_t size);
+  // allocate / record_event with the audit report on (Note [Audit hooks], audit.h).
+  std::pair<void*, void*> allocate_audited(size_t size);
+  void audit_copy(void* ptr, void* ctx, c10::Stream stream);
+  void audit_free_locked(PinBlock* block);
   std::pair<void*, void*> allocate_large(size_t size);
   void free_default(PinBlock* block);
 
@@ -233,6 +238,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
   LargeBlocks* const large_;         // leaked with the allocator
+  Audit* const audit_;               // the audit report; null when it is off (Note [Audit hooks])
 
   // Note [Backing store]: ptr -> the native DataPtr that keeps those bytes ours.
   std::mutex backing_mutex_;

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._version import MIN_TORCH_NPU, __version__, check_torch_npu
 
-__all__ = ["__version__", "activate", "is_active", "pool_stats", "mode"]
+__all__ = ["__version__", "activate", "is_active", "pool_stats", "mode", "report"]
 
 log = logging.getLogger("torch_npu_pinpool")
 _lock = threading.Lock()
@@ -90,17 +90,26 @@ def activate() -> bool:
         if _ext is not None and _ext.is_active():
             return False
         ext = _load_extension()
+        from . import _report
+
+        report = _report.requested()
+        if report is not None:  # before the allocator is made: csrc/audit.h
+            ext.enable_report(_report.library_dirs(), os.getcwd())
         newly = ext.activate()
         _ext = ext
         if newly:
             from . import _hooks
 
-            _hooks.install(ext)
+            _hooks.install(ext, audit=ext.report_enabled())
             # A clear error for pageable CPU <-> NPU copies during capture (issue #11):
             # Note [Pageable copy guard] in csrc/pageable_copy_guard.cpp.
             # TORCH_NPU_PINPOOL_COPY_GUARD=0 leaves torch_npu's copy_ kernel alone.
             if os.environ.get("TORCH_NPU_PINPOOL_COPY_GUARD", "1").strip() != "0":
                 ext.install_pageable_copy_guard()
+            elif ext.report_enabled():
+                ext.install_copy_direction_scope()  # the report needs each copy's direction
+            if ext.report_enabled():
+                _report.start(ext, report or "")
             log.info(
                 "torch_npu_pinpool %s active (%s mode): pinned memory is capture-aware",
                 __version__,
@@ -123,6 +132,24 @@ def pool_stats() -> list[dict[str, Any]]:
         return []
     _ext.process_pending()
     return list(_ext.pool_stats())
+
+
+def report(wait: float = 0.0) -> dict[str, Any]:
+    """The audit report so far (``TORCH_NPU_PINPOOL_REPORT``): ``{"torch_npu", "plugin",
+    "hazards": [{"kind", "count", "bytes", "affects", "sites"}, ...]}``, every kind listed.
+    ``wait``: give copies and replays still queued up to that many seconds to complete and be
+    checked first. Raises ``RuntimeError`` when the report is off (set the variable before the
+    process starts) or the plugin is not active."""
+    if _ext is None or not _ext.report_enabled():
+        raise RuntimeError(
+            "torch_npu_pinpool: the report is off; set TORCH_NPU_PINPOOL_REPORT=1 (or a JSON "
+            "path) before the process starts, or run it with "
+            "`python -m torch_npu_pinpool audit -- python PROGRAM ARGS`."
+        )
+    from . import _report
+
+    _ext.process_pending()  # blocks of graphs that are gone settle (leaked_by_native)
+    return _report.data(_ext, wait_s=wait)
 
 
 def _autoload() -> None:

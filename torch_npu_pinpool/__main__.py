@@ -1,4 +1,6 @@
-"""``python -m torch_npu_pinpool doctor``: versions, mode, and a self-test capture."""
+"""``python -m torch_npu_pinpool doctor``: versions, mode, and a self-test capture.
+``python -m torch_npu_pinpool audit -- PROGRAM ARGS``: run a program with the audit report on
+(``_audit.py``)."""
 
 from __future__ import annotations
 
@@ -83,8 +85,13 @@ def doctor() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["audit"]:
+        from . import _audit
+
+        return _audit.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m torch_npu_pinpool")
-    parser.add_argument("command", choices=["doctor"])
+    parser.add_argument("command", choices=["doctor", "audit"])
     parser.parse_args(argv)
     return doctor()
 

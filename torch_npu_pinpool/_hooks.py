@@ -101,6 +101,18 @@ def _replay(ext: Any, orig: Callable) -> Callable:
     return replay
 
 
+def _replay_audited(ext: Any, orig: Callable) -> Callable:
+    """With the report on: the replay checked for written_while_queued (csrc/audit.cpp)."""
+
+    def replay(self):
+        graph = self.__dict__.get(_HANDLE)
+        if graph is None:
+            return orig(self)
+        ext.audit_replay(graph.id, lambda: orig(self))
+
+    return replay
+
+
 def _reset(ext: Any, orig: Callable) -> Callable:
     def reset(self):
         graph = self.__dict__.pop(_HANDLE, None)
@@ -119,18 +131,41 @@ _HOOKS = {
 }
 
 
-def install(ext: Any) -> None:
-    """Patch ``NPUGraph`` once; the originals stay reachable as ``__wrapped__``."""
+def _host_function(ext: Any, orig: Callable) -> Callable:
+    """With the report on: a host function launched on an NPU stream may write pinned memory in
+    stream order, so reads enqueued after it are not checked (csrc/audit.cpp, Note [What
+    written_while_queued sees])."""
+
+    def launch(*args, **kwargs):
+        ext.audit_host_function()
+        return orig(*args, **kwargs)
+
+    return launch
+
+
+def _patch(owner: Any, name: str, hook: Callable, orig: Callable, qualname: str) -> None:
+    hook.__name__ = name
+    hook.__qualname__ = qualname
+    hook.__doc__ = getattr(orig, "__doc__", None)
+    hook.__wrapped__ = orig
+    setattr(owner, name, hook)
+
+
+def install(ext: Any, audit: bool = False) -> None:
+    """Patch ``NPUGraph`` once; the originals stay reachable as ``__wrapped__``. ``audit``: the
+    report is on (its replay hook, and torch_npu's host-function launchers)."""
+    import torch_npu
     from torch_npu.npu.graphs import NPUGraph
 
     if getattr(NPUGraph, "_pinpool_hooked", False):
         return
-    for name, make in _HOOKS.items():
+    hooks = dict(_HOOKS, replay=_replay_audited) if audit else _HOOKS
+    for name, make in hooks.items():
         orig = getattr(NPUGraph, name)
-        hook = make(ext, orig)
-        hook.__name__ = name
-        hook.__qualname__ = f"NPUGraph.{name}"
-        hook.__doc__ = getattr(orig, "__doc__", None)
-        hook.__wrapped__ = orig
-        setattr(NPUGraph, name, hook)
+        _patch(NPUGraph, name, make(ext, orig), orig, f"NPUGraph.{name}")
     NPUGraph._pinpool_hooked = True
+    if audit:
+        for name in ("_launch_host_func", "_launch_host_func_pending"):
+            orig = getattr(torch_npu.npu, name, None)
+            if orig is not None:
+                _patch(torch_npu.npu, name, _host_function(ext, orig), orig, name)

@@ -23,10 +23,11 @@ from . import (
     p7_fastpath,
     p8_copy_guard,
     p9_many_graphs,
+    p10_report,
 )
 
 _ORDER = (p1_eager, p2_capture, p3_cycles, p4_footprint, p5_decode, p6_large, p7_fastpath,
-          p8_copy_guard, p9_many_graphs)
+          p8_copy_guard, p9_many_graphs, p10_report)
 FIGURES = {m.NAME: m for m in _ORDER}
 
 # Shared defaults of every figure's settings (a figure's SETTINGS may override them).

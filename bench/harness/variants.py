@@ -26,5 +26,8 @@ VARIANTS = {
     "noguard": Variant("torch_npu_pinpool without the pageable-copy guard "
                        "(TORCH_NPU_PINPOOL_COPY_GUARD=0)", True,
                        {"TORCH_NPU_PINPOOL": "1", "TORCH_NPU_PINPOOL_COPY_GUARD": "0"}),
+    "report": Variant("torch_npu_pinpool with the audit report on (TORCH_NPU_PINPOOL_REPORT=1)",
+                      True, {"TORCH_NPU_PINPOOL": "1", "TORCH_NPU_PINPOOL_COPY_GUARD": "1",
+                             "TORCH_NPU_PINPOOL_REPORT": "1"}),
 }
 BASELINE = "native"

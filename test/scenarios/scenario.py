@@ -133,3 +133,35 @@ def report(value: Any) -> None:
 
 
 torch.npu.set_device(0)
+
+
+def site(marker: str) -> str:
+    """``"FILE:LINE"`` of the line in the calling scenario file that carries the comment
+    ``# site: MARKER``: what the audit report (``TORCH_NPU_PINPOOL_REPORT``) names as the user's
+    code for the call on that line (the file as Python names it, absolute when run by path)."""
+    path = sys._getframe(1).f_code.co_filename
+    with open(path) as f:
+        for number, text in enumerate(f, start=1):
+            if text.rstrip().endswith(f"# site: {marker}"):
+                return f"{path}:{number}"
+    raise ValueError(f"no line ends with '# site: {marker}' in {path}")
+
+
+def _reporting() -> bool:
+    return PLUGIN and torch_npu_pinpool._ext.report_enabled()
+
+
+def hazards() -> dict[str, dict[str, Any]]:
+    """The audit report's entries by kind (``torch_npu_pinpool.report()``); ``{}`` when the
+    plugin or the report (``TORCH_NPU_PINPOOL_REPORT``) is off."""
+    if not _reporting():
+        return {}
+    return {h["kind"]: h for h in torch_npu_pinpool.report(wait=10.0)["hazards"]}
+
+
+def report_checks() -> dict[str, int]:
+    """How many H2D copies / replays the report compared at completion, and how many reads it
+    could not check (``{}`` when the plugin is off)."""
+    if not _reporting():
+        return {}
+    return dict(torch_npu_pinpool._ext.report_checks())

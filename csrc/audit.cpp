@@ -1,0 +1,535 @@
+// The audit's record (audit.h): per kind the hazards counted, per block and graph the facts they
+// are judged from, and the checks of written_while_queued in flight.
+#include "audit.h"
+
+#include "completion_probe.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+#include <torch_npu/csrc/core/npu/NPUStream.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+namespace torch_npu_pinpool {
+
+// ---------------------------------------------------------------------------------------
+// Note [What written_while_queued sees]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A race the program has: it changed the bytes of a pinned block between the enqueue of an H2D
+// copy or a replay that reads them and the moment the device had read them. At enqueue the
+// audit takes a checksum of the bytes read (the copy's host tensor, or every H2D source of the
+// graph); a completion probe (Note [Completion probes]) takes it again when the device is done
+// and holds the stream until then, so the program's own event or synchronize after the work
+// cannot let it rewrite the bytes before the second checksum. Different checksums: reported.
+// No false positives is the rule, so a read is *not checked* (counted as unchecked) when
+// something other than the host may legitimately change those bytes meanwhile:
+//   * a device write into the block is queued or running (a D2H copy, a replay that writes it,
+//     a use of unknown direction: Note [Copy direction]) - at enqueue, or enqueued before the
+//     completion (the block's write epoch moved);
+//   * the graph being replayed writes the block itself (vllm-ascend's KV offload: D2H into the
+//     buffer, a host function edits it, H2D back);
+//   * the process launched a host function on an NPU stream (torch_npu.npu._launch_host_func /
+//     _launch_host_func_pending, seen by a Python hook): a host function writes host memory in
+//     stream order, which may be exactly right; every read enqueued afterwards is unchecked;
+//   * the runtime has no aclrtLaunchHostFunc, or a probe failed.
+// D2H destinations are never checked: the device writing them is the point. A rewrite that
+// leaves the bytes as they were is no change. What a checksum can miss: Note [Bounded checksums].
+
+// Note [Bounded checksums]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A range of at most kFullChecksumBytes (1 MiB) is hashed whole: only a hash collision (about
+// 2^-64) hides a change. A larger one is sampled: kSampleWindows windows of kSampleWindowBytes
+// spread evenly from its first to its last byte (1 MiB per check however large the range), so
+// a change confined to the bytes between windows is missed - e.g. in a 64 MiB buffer 1/64 of
+// the bytes are looked at. The hash is a 4-lane multiply-xor over 8-byte words (a few GB/s).
+namespace {
+constexpr size_t kFullChecksumBytes = size_t{1} << 20;
+constexpr size_t kSampleWindowBytes = 4096;
+constexpr size_t kSampleWindows = kFullChecksumBytes / kSampleWindowBytes;
+
+// Reads memory the device or another thread may be changing: that is what is being measured.
+__attribute__((no_sanitize("thread"))) uint64_t hash_bytes(const uint8_t* p, size_t n,
+                                                           uint64_t seed) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {seed ^ 0x243F6A8885A308D3ull, seed ^ 0x13198A2E03707344ull,
+                      seed ^ 0xA4093822299F31D0ull, seed ^ 0x082EFA98EC4E6C89ull};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kMul;
+      lane[k] ^= lane[k] >> 29;
+    }
+  }
+  uint64_t h = n;
+  for (int k = 0; k < 4; ++k) {
+    h = (h ^ lane[k]) * kMul;
+  }
+  for (; i < n; ++i) {
+    h = (h ^ p[i]) * kMul;
+  }
+  return h ^ (h >> 31);
+}
+
+uint64_t checksum(const uint8_t* p, size_t n) {
+  if (n <= kFullChecksumBytes) {
+    return hash_bytes(p, n, 0);
+  }
+  uint64_t h = n;
+  const size_t last = n - kSampleWindowBytes;
+  for (size_t w = 0; w < kSampleWindows; ++w) {
+    const size_t offset = last * w / (kSampleWindows - 1);
+    h = hash_bytes(p + offset, kSampleWindowBytes, h);
+  }
+  return h;
+}
+
+thread_local CopyScope::HostSide t_copy;
+
+std::atomic<Audit*> g_audit{nullptr};
+
+// Shapes of each kind (Note [Audit hooks]); the report's `affects` table keys on these names.
+constexpr const char* kPinnedInCapture = "pinned inside the capture";
+constexpr const char* kPinnedBeforeFreedInCapture = "pinned before the capture, freed inside it";
+constexpr const char* kPinnedBeforeFreedAfter = "pinned before the capture, freed after it";
+constexpr const char* kCaptureBlock = "a capture-time block a stream used";
+constexpr const char* kReleasedPool = "a pool id whose graphs were all released";
+constexpr const char* kPageableCopy = "a pageable CPU tensor in a captured copy";
+constexpr const char* kCopyRace = "an H2D copy";
+constexpr const char* kReplayRace = "a replay";
+
+}  // namespace
+
+const char* hazard_name(Hazard kind) {
+  switch (kind) {
+    case Hazard::kRecycledByNative:
+      return "recycled_by_native";
+    case Hazard::kLeakedByNative:
+      return "leaked_by_native";
+    case Hazard::kReleasedPoolRecapture:
+      return "released_pool_recapture";
+    case Hazard::kPageableCopyInCapture:
+      return "pageable_copy_in_capture";
+    case Hazard::kWrittenWhileQueued:
+      return "written_while_queued";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------
+// The record
+
+namespace {
+struct BlockFacts {
+  SiteId alloc_site{kNoSite};
+  uint32_t device_writes{0};  // queued copies / replays that write it and have not finished
+  uint64_t write_epoch{0};    // device writes ever enqueued into it
+  bool stream_used{false};    // a pool block a stream used since it was last free
+};
+
+struct HostRange {
+  const uint8_t* ptr;
+  size_t len;
+  void* block;
+};
+
+struct GraphFacts {
+  c10::DeviceIndex device{-1};
+  std::vector<HostRange> reads;  // H2D sources
+  std::vector<void*> writes;     // blocks it writes (D2H, or a use of unknown direction)
+  uint64_t unknown_reads{0};     // H2D sources whose bytes are unknown (not contiguous)
+};
+
+struct Tally {
+  uint64_t count{0};
+  uint64_t bytes{0};
+  std::vector<SiteId> sites;
+  std::map<std::string, uint64_t> shapes;
+};
+
+// One check of written_while_queued: a copy or replay in flight.
+struct Check {
+  struct Read {
+    HostRange range;
+    uint64_t sum;
+    uint64_t write_epoch;  // of its block at enqueue
+    SiteId alloc_site;
+  };
+  bool replay{false};
+  SiteId site{kNoSite};      // where the copy / replay was enqueued
+  std::vector<Read> reads;
+  std::vector<void*> writes;  // blocks whose device_writes this work holds
+};
+}  // namespace
+
+struct Audit::State {
+  ska::flat_hash_map<void*, BlockFacts> blocks;
+  ska::flat_hash_map<uint64_t, GraphFacts> graphs;
+  // Note [Released pools]: graph pools a stream used a capture-time block of, and the released
+  // ids of such pools (torch_npu >= 2.11 would still list them).
+  ska::flat_hash_set<const void*> pools_with_used_blocks;
+  std::vector<MempoolId> released_pools;
+  Tally tallies[kHazardKinds];
+  CheckCounts counts;
+};
+
+ReplayCheck::~ReplayCheck() {
+  if (check_ != nullptr) {
+    Audit::drop_check(check_);  // the replay raised: nothing was enqueued
+  }
+}
+
+Audit::Audit(std::vector<std::string> library_dirs, std::string cwd)
+    : state_(new State()), sites_(make_sites(std::move(library_dirs), std::move(cwd))) {}
+
+void Audit::enable(std::vector<std::string> library_dirs, std::string cwd) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    g_audit.store(new Audit(std::move(library_dirs), std::move(cwd)));  // leaked with the allocator
+  });
+}
+
+Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
+
+void Audit::add(Hazard kind, const char* shape, uint64_t bytes,
+                std::initializer_list<SiteId> sites) {
+  Tally& tally = state_->tallies[static_cast<int>(kind)];
+  tally.count += 1;
+  tally.bytes += bytes;
+  tally.shapes[shape] += 1;
+  for (SiteId site : sites) {
+    auto& list = tally.sites;
+    if (site != kNoSite && list.size() < kMaxSites &&
+        std::find(list.begin(), list.end(), site) == list.end()) {
+      list.push_back(site);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Copies: Note [Copy direction]
+
+CopyScope::CopyScope(const at::Tensor& self, const at::Tensor& src) : saved_(t_copy) {
+  const bool to_device = src.is_cpu() && !self.is_cpu();
+  const bool to_host = self.is_cpu() && !src.is_cpu();
+  HostSide side;
+  if (to_device || to_host) {
+    const at::Tensor& host = to_device ? src : self;
+    side.ptr = static_cast<const uint8_t*>(host.data_ptr());
+    side.len = host.is_contiguous() ? host.nbytes() : 0;
+    side.to_device = to_device;
+  }
+  t_copy = side;
+}
+
+CopyScope::~CopyScope() { t_copy = saved_; }
+
+namespace {
+// The copy this thread is running, if its host bytes lie in `block`.
+CopyScope::HostSide copy_in(void* block, size_t block_size) {
+  const CopyScope::HostSide side = t_copy;
+  const auto* base = static_cast<const uint8_t*>(block);
+  if (side.ptr == nullptr || side.ptr < base || side.ptr >= base + block_size ||
+      side.len > static_cast<size_t>(base + block_size - side.ptr)) {
+    return {};
+  }
+  return side;
+}
+}  // namespace
+
+void Audit::note_alloc(void* block, SiteId site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->blocks[block].alloc_site = site;
+}
+
+void Audit::note_eager_copy(void* block, size_t block_size, const Stream& stream) {
+  if (in_capture(stream)) {
+    return;  // a captured copy: its graph's replays are checked
+  }
+  const CopyScope::HostSide side = copy_in(block, block_size);
+  const bool reads_only = side.ptr != nullptr && side.to_device;
+  auto check = std::make_unique<Check>();
+  if (!reads_only) {
+    // A device write (D2H, or unknown): tracked until it ran, never checked itself.
+    check->writes.push_back(block);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      BlockFacts& facts = state_->blocks[block];
+      facts.device_writes += 1;
+      facts.write_epoch += 1;
+    }
+    in_flight_.fetch_add(1);
+    if (launch_probe(stream, &Audit::finish_check, check.get())) {
+      check.release();
+    } else {
+      finish_check(check.release(), /*completed=*/false);  // the block stays written for good
+    }
+    return;
+  }
+  uint64_t epoch = 0;
+  SiteId alloc_site = kNoSite;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const BlockFacts& facts = state_->blocks[block];
+    if (side.len == 0 || facts.device_writes > 0 || host_functions_.load() ||
+        !probes_available()) {
+      state_->counts.unchecked += 1;
+      return;
+    }
+    epoch = facts.write_epoch;
+    alloc_site = facts.alloc_site;
+  }
+  const HostRange range{side.ptr, side.len, block};
+  check->reads.push_back({range, checksum(range.ptr, range.len), epoch, alloc_site});
+  check->site = site_here();
+  in_flight_.fetch_add(1);
+  if (launch_probe(stream, &Audit::finish_check, check.get())) {
+    check.release();
+  } else {
+    finish_check(check.release(), /*completed=*/false);
+  }
+}
+
+void Audit::note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
+                              c10::DeviceIndex device) {
+  const CopyScope::HostSide side = copy_in(block, block_size);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pool != nullptr) {
+    state_->blocks[block].stream_used = true;
+    state_->pools_with_used_blocks.insert(pool);
+  }
+  GraphFacts& facts = state_->graphs[graph];
+  facts.device = device;
+  if (side.ptr != nullptr && side.to_device) {
+    if (side.len == 0) {
+      facts.unknown_reads += 1;
+    } else {
+      facts.reads.push_back({side.ptr, side.len, block});
+    }
+    return;
+  }
+  if (std::find(facts.writes.begin(), facts.writes.end(), block) == facts.writes.end()) {
+    facts.writes.push_back(block);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hazards the plugin prevented
+
+void Audit::note_freed_while_used(void* block, size_t block_size, bool pool_block,
+                                  bool graph_capturing) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* shape = pool_block         ? kPinnedInCapture
+                      : graph_capturing ? kPinnedBeforeFreedInCapture
+                                        : kPinnedBeforeFreedAfter;
+  add(Hazard::kRecycledByNative, shape, block_size, {state_->blocks[block].alloc_site});
+}
+
+void Audit::note_pool_block_settled(void* block, size_t block_size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  BlockFacts& facts = state_->blocks[block];
+  if (facts.stream_used) {
+    facts.stream_used = false;
+    add(Hazard::kLeakedByNative, kCaptureBlock, block_size, {facts.alloc_site});
+  }
+}
+
+// Note [Released pools]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu >= 2.11 (ATen's host private pools) fails a capture into a pool id it still lists
+// with use count 0 (create_or_incref_pool_under_lock: INTERNAL ASSERT use_count > 0). Its
+// release_pool leaves the pool listed, and its empty_cache (torch.npu.graph runs one on entry)
+// erases a released pool only once the pool holds no block - while a capture-time block a stream
+// used never leaves it (leaked_by_native). So a capture into a released id is counted when that
+// pool had such a block: then torch_npu alone fails it whatever ran in between (measured:
+// docs/problem.md, defect 2). A released pool without one is not counted (torch_npu alone
+// asserts there too only if no empty_cache ran between, e.g. capture_begin called directly:
+// not reported). A released id is forgotten once captured into again: a new pool.
+void Audit::note_pool_released(MempoolId id, const void* pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state_->pools_with_used_blocks.erase(pool) > 0 && id != MempoolId{0, 0}) {
+    state_->released_pools.push_back(id);
+  }
+}
+
+void Audit::note_capture_into(MempoolId id, SiteId site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& released = state_->released_pools;
+  auto it = std::find(released.begin(), released.end(), id);
+  if (it != released.end()) {
+    released.erase(it);
+    add(Hazard::kReleasedPoolRecapture, kReleasedPool, 0, {site});
+  }
+}
+
+void Audit::note_graph_died(uint64_t graph) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->graphs.erase(graph);
+}
+
+void Audit::note_pageable_copy(size_t bytes) {
+  const SiteId site = site_here();
+  std::lock_guard<std::mutex> lock(mutex_);
+  add(Hazard::kPageableCopyInCapture, kPageableCopy, bytes, {site});
+}
+
+void Audit::note_host_function() { host_functions_.store(true); }
+
+// ---------------------------------------------------------------------------------------
+// Replays
+
+std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
+  auto check = std::make_unique<Check>();
+  check->replay = true;
+  c10::DeviceIndex device = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = state_->graphs.find(graph);
+    if (it == state_->graphs.end()) {
+      return nullptr;  // no pinned memory in this graph
+    }
+    const GraphFacts& facts = it->second;
+    device = facts.device;
+    state_->counts.unchecked += facts.unknown_reads;
+    for (const HostRange& range : facts.reads) {
+      const bool written_by_graph = std::find(facts.writes.begin(), facts.writes.end(),
+                                              range.block) != facts.writes.end();
+      const BlockFacts& block = state_->blocks[range.block];
+      if (written_by_graph || block.device_writes > 0 || host_functions_.load() ||
+          !probes_available()) {
+        state_->counts.unchecked += 1;
+        continue;
+      }
+      check->reads.push_back({range, 0, block.write_epoch, block.alloc_site});
+    }
+    for (void* block : facts.writes) {
+      BlockFacts& written = state_->blocks[block];
+      written.device_writes += 1;
+      written.write_epoch += 1;
+    }
+    check->writes = facts.writes;
+  }
+  if (check->reads.empty() && check->writes.empty()) {
+    return nullptr;
+  }
+  for (Check::Read& read : check->reads) {
+    read.sum = checksum(read.range.ptr, read.range.len);
+  }
+  if (!check->reads.empty()) {
+    check->site = site_here();
+  }
+  in_flight_.fetch_add(1);
+  // NPUGraph::replay runs on the current stream of the capture device (Note [Replay fences]).
+  return std::make_unique<ReplayCheck>(check.release(), c10_npu::getCurrentNPUStream(device));
+}
+
+void Audit::replay_end(std::unique_ptr<ReplayCheck> replay) {
+  if (replay == nullptr) {
+    return;
+  }
+  void* check = replay->release();
+  if (!launch_probe(replay->stream(), &Audit::finish_check, check)) {
+    finish_check(check, /*completed=*/false);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Completion (a runtime thread): Note [What written_while_queued sees]
+
+// completed == false: the probe failed, the work may still run or be running: its reads are
+// unchecked and the blocks it writes stay "being written" for good (their reads are never checked
+// again), since nothing tells when it ends.
+void Audit::finish_check(void* arg, bool completed) {
+  std::unique_ptr<Check> check(static_cast<Check*>(arg));
+  Audit* audit = get();
+  if (!completed) {
+    check->writes.clear();
+  }
+  const bool look = completed && !audit->closing_.load();
+  std::vector<uint64_t> sums;
+  if (look) {
+    for (const Check::Read& read : check->reads) {
+      sums.push_back(checksum(read.range.ptr, read.range.len));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(audit->mutex_);
+    State& state = *audit->state_;
+    bool compared = false;
+    for (size_t i = 0; i < check->reads.size(); ++i) {
+      const Check::Read& read = check->reads[i];
+      const BlockFacts& block = state.blocks[read.range.block];
+      if (!look || block.write_epoch != read.write_epoch) {
+        state.counts.unchecked += 1;
+        continue;
+      }
+      compared = true;
+      if (sums[i] != read.sum) {
+        audit->add(Hazard::kWrittenWhileQueued, check->replay ? kReplayRace : kCopyRace,
+                   read.range.len, {check->site, read.alloc_site});
+      }
+    }
+    if (compared) {
+      (check->replay ? state.counts.replays : state.counts.copies) += 1;
+    }
+    for (void* block : check->writes) {
+      BlockFacts& written = state.blocks[block];
+      if (written.device_writes > 0) {
+        written.device_writes -= 1;
+      }
+    }
+  }
+  audit->in_flight_.fetch_sub(1);
+}
+
+// The work of `arg` was never enqueued (the replay raised before it).
+void Audit::drop_check(void* arg) {
+  auto* check = static_cast<Check*>(arg);
+  check->reads.clear();  // nothing was read: neither checked nor unchecked
+  finish_check(check, /*completed=*/true);
+}
+
+// ---------------------------------------------------------------------------------------
+// The report
+
+std::vector<HazardTally> Audit::tallies(double wait_s) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6));
+  while (in_flight_.load() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<HazardTally> out;
+  std::vector<std::vector<SiteId>> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int k = 0; k < kHazardKinds; ++k) {
+      const Tally& tally = state_->tallies[k];
+      HazardTally t;
+      t.kind = static_cast<Hazard>(k);
+      t.count = tally.count;
+      t.bytes = tally.bytes;
+      t.shapes.assign(tally.shapes.begin(), tally.shapes.end());
+      out.push_back(std::move(t));
+      ids.push_back(tally.sites);
+    }
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k].sites = site_names(ids[k]);
+  }
+  return out;
+}
+
+CheckCounts Audit::check_counts() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CheckCounts counts = state_->counts;
+  counts.pending = in_flight_.load();
+  return counts;
+}
+
+}  // namespace torch_npu_pinpool

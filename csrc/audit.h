@@ -1,0 +1,176 @@
+// The audit report (TORCH_NPU_PINPOOL_REPORT): what the plugin saw that torch_npu's own allocator
+// would have got wrong, and host writes that raced a queued copy or replay, with the lines of
+// the user's code. This header is what the allocator, the copy kernel wrapper and the binding
+// call; audit.cpp owns the record, audit_sites.cpp the Python stack (sites),
+// completion_probe.h the runtime mechanism that checks a copy at its completion.
+//
+// Note [Audit hooks]
+// ~~~~~~~~~~~~~~~~~~
+// The report is enabled once, before the allocator is made (Audit::enable, from
+// TORCH_NPU_PINPOOL_REPORT at activation); the allocator keeps `Audit* const audit_`, null when
+// it is off. Off, nothing is added to the eager fast paths beyond one load of that pointer where
+// allocate / record_event already branch; every other hook sits on a slow path (captured use,
+// free of a captured or pool block, a block settling, a pool released, a capture begun, a
+// refused pageable copy) and costs a null test there. On, allocate and record_event leave the
+// fast path: allocate notes its site, record_event checks the copy (Note [Completion probes]).
+// Hooks called under the allocator's mutex_ take only the audit's own mutex (lock order:
+// allocator, then audit); sites need the GIL and are taken before any lock (site_here()).
+#pragma once
+
+#include "npu_runtime.h"
+#include "version_shim.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+
+namespace torch_npu_pinpool {
+
+using SiteId = uint32_t;
+constexpr SiteId kNoSite = 0;
+
+// The hazard kinds of the report, in its order.
+enum class Hazard : int {
+  kRecycledByNative = 0,
+  kLeakedByNative,
+  kReleasedPoolRecapture,
+  kPageableCopyInCapture,
+  kWrittenWhileQueued,
+};
+constexpr int kHazardKinds = 5;
+const char* hazard_name(Hazard kind);
+
+// Note [Copy direction]
+// ~~~~~~~~~~~~~~~~~~~~~
+// record_event tells the allocator a block and a stream, not what the copy does with it. With
+// the report on, the copy_ kernel wrapper (pageable_copy_guard.cpp) opens a CopyScope around
+// torch_npu's kernel: it notes, for this thread, the host side of the copy - which bytes
+// (contiguous host tensors only) and whether the device reads them (H2D) or writes them (D2H).
+// A record_event inside the scope whose block holds those bytes knows its copy; any other use
+// (no scope: torch < 2.10, another copy path, a non-contiguous view) is taken as a device write
+// of the whole block, which is never checked and makes checks of the block's reads wait.
+class CopyScope {
+ public:
+  CopyScope(const at::Tensor& self, const at::Tensor& src);
+  ~CopyScope();
+  CopyScope(const CopyScope&) = delete;
+  CopyScope& operator=(const CopyScope&) = delete;
+
+  struct HostSide {
+    const uint8_t* ptr{nullptr};  // null: no copy_ in progress on this thread
+    size_t len{0};                // 0: the bytes are unknown (not contiguous)
+    bool to_device{false};
+  };
+
+ private:
+  HostSide saved_;
+};
+
+struct HazardTally {
+  Hazard kind;
+  uint64_t count{0};
+  uint64_t bytes{0};
+  std::vector<std::string> sites;  // the user's frames, deduplicated, at most kMaxSites
+  std::vector<std::pair<std::string, uint64_t>> shapes;  // shape -> count (affects)
+};
+
+// How much of written_while_queued could be checked.
+struct CheckCounts {
+  uint64_t copies{0};     // H2D copies whose bytes were compared at completion
+  uint64_t replays{0};    // replays whose pinned inputs were compared at completion
+  uint64_t unchecked{0};  // H2D reads that could not be (Note [What written_while_queued sees])
+  uint64_t pending{0};    // checks still waiting for their copy / replay
+};
+
+// A replay's check between Audit::replay_begin and replay_end; dropped without replay_end (the
+// replay raised), it is undone.
+class ReplayCheck {
+ public:
+  ReplayCheck(void* check, Stream stream) : check_(check), stream_(stream) {}
+  ~ReplayCheck();
+  ReplayCheck(const ReplayCheck&) = delete;
+  ReplayCheck& operator=(const ReplayCheck&) = delete;
+  void* release() { return std::exchange(check_, nullptr); }
+  const Stream& stream() const { return stream_; }
+
+ private:
+  void* check_;
+  Stream stream_;
+};
+
+class Audit {
+ public:
+  static constexpr size_t kMaxSites = 10;
+
+  // Turns the report on (once; before activate()). Frames of files under `library_dirs`
+  // (torch, torch_npu, this package) are not the user's; sites under `cwd` are shown relative.
+  static void enable(std::vector<std::string> library_dirs, std::string cwd);
+  static Audit* get();  // null unless enabled
+
+  // --- sites (audit_sites.cpp): the innermost frame of the calling thread outside the
+  // library dirs. Takes the GIL: never call it while holding a lock.
+  SiteId site_here();
+
+  // --- the allocator's hooks (Note [Audit hooks])
+  void note_alloc(void* block, SiteId site);
+  // record_event of a copy on a stream that is not capturing; before ATen records its event.
+  void note_eager_copy(void* block, size_t block_size, const Stream& stream);
+  // A captured copy uses `block` (under the allocator's mutex_); `pool`: the graph pool that
+  // owns it, null for a block pinned outside a capture.
+  void note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
+                         c10::DeviceIndex device);
+  // The tensor of `block` died while a graph using it lives (recycled_by_native).
+  void note_freed_while_used(void* block, size_t block_size, bool pool_block,
+                             bool graph_capturing);
+  // A pool block became reusable after its graphs died (leaked_by_native).
+  void note_pool_block_settled(void* block, size_t block_size);
+  // released_pool_recapture (Note [Released pools]).
+  void note_pool_released(MempoolId id, const void* pool);
+  void note_capture_into(MempoolId id, SiteId site);
+  void note_graph_died(uint64_t graph);
+  void note_pageable_copy(size_t bytes);
+  void note_host_function();
+
+  // --- replays (the NPUGraph.replay hook): begin before torch_npu's replay (GIL held), end
+  // after it (GIL released); a ReplayCheck dropped without end() undoes begin().
+  std::unique_ptr<ReplayCheck> replay_begin(uint64_t graph);
+  void replay_end(std::unique_ptr<ReplayCheck> check);
+
+  // --- the report: every kind, in order. wait: give queued checks up to `wait_s` seconds.
+  std::vector<HazardTally> tallies(double wait_s);
+  CheckCounts check_counts();
+  // No check reads host memory after this (the process is exiting).
+  void close() { closing_.store(true); }
+
+  // Internal: a completion probe finished (a ProbeFn, completion_probe.h), or a check whose
+  // work never ran is dropped.
+  static void finish_check(void* check, bool completed);
+  static void drop_check(void* check);
+
+  struct State;  // audit.cpp
+  struct Sites;  // audit_sites.cpp
+
+ private:
+  Audit(std::vector<std::string> library_dirs, std::string cwd);
+  static Sites* make_sites(std::vector<std::string> library_dirs, std::string cwd);
+  void add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites);
+  std::vector<std::string> site_names(const std::vector<SiteId>& ids);
+
+  // Leaked with the audit (host functions may run while the process exits).
+  State* const state_;  // guarded by mutex_
+  Sites* const sites_;  // guarded by the GIL
+  std::mutex mutex_;
+  std::atomic<bool> host_functions_{false};
+  std::atomic<bool> closing_{false};
+  std::atomic<uint64_t> in_flight_{0};
+};
+
+}  // namespace torch_npu_pinpool

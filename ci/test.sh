@@ -182,6 +182,14 @@ run_pair() {
     fi
 }
 
+# shellcheck source=ci/lib/sanitize_legs.sh
+. ci/lib/sanitize_legs.sh # issue #20: PINPOOL_SANITIZE=address|thread legs, CI's ASan leg
+if [[ -n "${PINPOOL_SANITIZE:-}" ]]; then
+    for pair in "${pairs[@]}"; do
+        sanitize_leg "$pair" "$PINPOOL_SANITIZE" "$@"
+    done
+    pairs=() optional=() # the suite itself does not run
+fi
 for pair in "${pairs[@]}"; do
     run_pair "$pair" "$@"
 done
@@ -199,6 +207,8 @@ for pair in "${optional[@]}"; do
     fi
     run_pair "$pair" "$@"
 done
+
+sanitize_ci_leg "$@"
 
 banner "summary"
 printf '%-8s %-6s %6s  %s\n' pair result time detail

@@ -17,17 +17,21 @@
 # need (GE's C++ API, the TDT channel, libc_sec) get stubs that abort naming the call, so that
 # `import torchair` and its aclgraph (reduce-overhead) mode load, and a GE-mode call cannot pass.
 # Needs only bash, gcc/g++ and binutils.
+#   --sanitize address,undefined | thread   an instrumented build (frame pointers, debug info), for
+#                                           ci/lib/sanitize.sh; use another --out than the normal one
 set -euo pipefail
 
 PY=python3
 OUT=""
 JOBS=$(nproc 2>/dev/null || echo 2)
+SANITIZE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     -j) JOBS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --sanitize) SANITIZE="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +72,15 @@ else
 fi
 
 CXXFLAGS=(-std=c++17 -O1 -g0 -fPIC -pthread -Wall -Wno-unused-parameter -I"$SRC" -I"$INC")
+LDFLAGS=()
+if [ -n "$SANITIZE" ]; then
+  case "$SANITIZE" in
+    address|undefined|address,undefined|undefined,address|thread) ;;
+    *) echo "build.sh: --sanitize takes address,undefined, address, undefined or thread, not '$SANITIZE'" >&2; exit 2 ;;
+  esac
+  CXXFLAGS+=(-g -fno-omit-frame-pointer "-fsanitize=$SANITIZE")
+  LDFLAGS+=("-fsanitize=$SANITIZE")
+fi
 # APIs an older wheel's ACL headers do not declare: their entry points are compiled only where the
 # header has them (conditional graph nodes: torch_npu 2.13's acl_rt.h yes, 2.10's no).
 if grep -q 'aclmdlRICondHandleCreate' "$INC/acl/acl_rt.h"; then
@@ -169,7 +182,8 @@ comm -23 "$GEN/wanted.txt" "$GEN/implemented.txt" > "$GEN/stubbed.txt"
 gcc -O0 -g0 -fPIC -w -c "$GEN/stubs.c" -o "$GEN/stubs.o"
 
 # 4. Link one library; every other name is a symlink to it.
-g++ -shared -pthread -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" -Wl,-soname,libascendcl.so
+g++ -shared -pthread "${LDFLAGS[@]}" -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" \
+  -Wl,-soname,libascendcl.so
 # Library names: the NEEDED entries of torch_npu's libraries that neither torch nor the system
 # provides (libascendcl, libhccl, libacl_op_compiler, libge_runner, libgraph, libacl_tdt_channel,
 # ...), plus those looked up at run time. Optional tool libraries torch_npu probes for
@@ -187,6 +201,6 @@ for n in $(printf '%s\n' "${NAMES[@]}" | sort -u); do
 done
 printf '%s\n' "${NAMES[@]}" libascendcl.so | sort -u > "$GEN/library_names.txt"
 
-echo "simcann: built $LIB/libascendcl.so for torch_npu at $TNPU" \
+echo "simcann: built $LIB/libascendcl.so${SANITIZE:+ (-fsanitize=$SANITIZE)} for torch_npu at $TNPU" \
   "($(wc -l < "$GEN/implemented.txt") implemented symbols, $(wc -l < "$GEN/stubbed.txt") stubs;" \
   "names: $(tr '\n' ' ' < "$GEN/library_names.txt"))"

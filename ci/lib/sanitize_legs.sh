@@ -1,0 +1,65 @@
+# shellcheck shell=bash
+# ci/test.sh's sanitizer legs (issue #20); sourced by ci/test.sh, which owns `summary`, `red`,
+# `banner`, `t_all`, BUDGET_S and LEG_S. Each leg is ci/lib/sanitize.sh (what a leg does, and how
+# reports are counted, is said there).
+#
+#   PINPOOL_SANITIZE=address|thread bash ci/test.sh   every pair of PINPOOL_PAIRS (default: the
+#                                                     required ones) gets that leg instead of the
+#                                                     suite; the optional pairs are not run
+#   bash ci/test.sh                                   after the pairs, one ASan+UBSan leg on
+#                                                     PINPOOL_SANITIZE_CI_PAIR (2.13) with the
+#                                                     CI selection below, if the budget allows;
+#                                                     PINPOOL_SANITIZE_CI=0 leaves it out
+
+# The CI leg's selection (issue #20): the stress suite, graph ownership, threads, failure paths,
+# conditional nodes and the consumers. PINPOOL_SANITIZE_TESTS overrides it (and, for
+# PINPOOL_SANITIZE legs, the default of ci/lib/sanitize.sh: every allocator test).
+PINPOOL_SANITIZE_CI_TESTS="test/stress test/pinpool/test_graph_ownership.py
+test/pinpool/test_eager_and_threads.py test/pinpool/test_failure_paths.py
+test/pinpool/test_conditional_nodes.py test/consumers"
+# What the CI leg is budgeted at (measured: see README, "Sanitizers").
+SANITIZE_CI_LEG_MIN=15
+
+# sanitize_leg PAIR KIND [pytest args]: one leg, one summary row ("2.13+asan", "2.10+tsan").
+sanitize_leg() {
+    local pair="$1" kind="$2" t0 status_file rc detail label
+    shift 2
+    case "$kind" in
+        address) label="$pair+asan" ;;
+        thread) label="$pair+tsan" ;;
+        *)
+            summary+=("$(printf '%-8s %-6s %5s   %s' "$pair" FAIL - \
+                "PINPOOL_SANITIZE=$kind: use address (ASan+UBSan) or thread (TSan)")")
+            red=1
+            return
+            ;;
+    esac
+    banner "pair $pair under ${kind} sanitizer (ci/lib/sanitize.sh)"
+    t0=$SECONDS
+    status_file="$(mktemp)"
+    bash ci/lib/sanitize.sh "$pair" "$kind" "$status_file" "$@"
+    rc=$?
+    detail="$(cat "$status_file")"
+    rm -f "$status_file"
+    if [[ $rc == 0 ]]; then
+        summary+=("$(printf '%-9s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "${detail#PASS }")")
+    else
+        summary+=("$(printf '%-9s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
+        red=1
+    fi
+}
+
+# The default CI run's ASan+UBSan leg, after the pairs.
+sanitize_ci_leg() {
+    local pair="${PINPOOL_SANITIZE_CI_PAIR:-2.13}"
+    if [[ -n "${PINPOOL_SANITIZE:-}" || "${PINPOOL_SANITIZE_CI:-1}" == 0 ]]; then
+        return
+    fi
+    if ((SECONDS - t_all + SANITIZE_CI_LEG_MIN * 60 > BUDGET_S)); then
+        summary+=("$(printf '%-9s %-6s %5s   %s' "$pair+asan" "not run" - \
+            "no time left in the ${PINPOOL_BUDGET_MIN:-80} min budget ($((SECONDS - t_all)) s used); run it: PINPOOL_SANITIZE=address PINPOOL_PAIRS=$pair bash ci/test.sh")")
+        return
+    fi
+    PINPOOL_SANITIZE_TESTS="${PINPOOL_SANITIZE_TESTS:-$PINPOOL_SANITIZE_CI_TESTS}" \
+        sanitize_leg "$pair" address "$@"
+}

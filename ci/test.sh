@@ -183,7 +183,7 @@ run_pair() {
 }
 
 # shellcheck source=ci/lib/sanitize_legs.sh
-. ci/lib/sanitize_legs.sh # issue #20: PINPOOL_SANITIZE=address|thread legs, CI's ASan leg
+. ci/lib/sanitize_legs.sh # issue #20: PINPOOL_SANITIZE=address|thread legs; PINPOOL_SANITIZE_CI=1
 if [[ -n "${PINPOOL_SANITIZE:-}" ]]; then
     for pair in "${pairs[@]}"; do
         sanitize_leg "$pair" "$PINPOOL_SANITIZE" "$@"

@@ -4,8 +4,8 @@
 #
 #   bash ci/lib/sanitize.sh PAIR KIND STATUS_FILE [pytest args...]    KIND: address | thread
 #
-# ci/test.sh runs it for PINPOOL_SANITIZE=address|thread (every pair of PINPOOL_PAIRS) and, on
-# every CI run, for its default ASan leg. What it does, in PAIR's env (ci/sim-env.sh):
+# ci/test.sh runs it for PINPOOL_SANITIZE=address|thread (every pair of PINPOOL_PAIRS), on the
+# selection of ci/lib/sanitize_legs.sh. What it does, in PAIR's env (ci/sim-env.sh):
 #   1. the simulator, built with `test/simcann/build.sh --sanitize` into its own directory
 #      ($VIRTUAL_ENV/simcann-sanitize/HASH-KIND; the env's normal build stays as it is);
 #   2. the plugin, built from its sdist with TORCH_NPU_PINPOOL_SANITIZE (setup.py) and installed
@@ -163,7 +163,7 @@ main() {
     fi
 
     # --- 4. the suite -------------------------------------------------------------------------------
-    # Default: every allocator test (test_packaging.py only builds sdists with pip: no allocator code).
+    # Default (run by hand): every allocator test (test_packaging.py only builds sdists with pip).
     default_tests="test/pinpool test/stress test/consumers --deselect test/pinpool/test_packaging.py"
     # shellcheck disable=SC2206 # a list of paths and options, split on white space
     tests=(${PINPOOL_SANITIZE_TESTS:-$default_tests})

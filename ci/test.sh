@@ -79,7 +79,7 @@ fi
 
 # --- pairs -----------------------------------------------------------------------------------
 run_pair() {
-    local pair="$1" t0 status_file rc detail
+    local pair="$1" t0 status_file
     shift # the rest are pytest's arguments
     banner "pair $pair"
     t0=$SECONDS
@@ -171,13 +171,18 @@ run_pair() {
         esac
         exit $rc
     )
-    rc=$?
-    detail="$(cat "$status_file")"
-    rm -f "$status_file"
+    summary_row "$pair" "$t0" $? "$status_file"
+}
+
+# summary_row LABEL T0 RC STATUS_FILE: a leg's summary row from its exit code and status line.
+summary_row() {
+    local label="$1" t0="$2" rc="$3" detail
+    detail="$(cat "$4")"
+    rm -f "$4"
     if [[ $rc == 0 ]]; then
-        summary+=("$(printf '%-8s %-6s %5ss  %s' "$pair" PASS $((SECONDS - t0)) "${detail#PASS }")")
+        summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "${detail#PASS }")")
     else
-        summary+=("$(printf '%-8s %-6s %5ss  %s' "$pair" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
+        summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
         red=1
     fi
 }

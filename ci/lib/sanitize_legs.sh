@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # ci/test.sh's sanitizer legs (issue #20); sourced by ci/test.sh, which owns `summary`, `red`,
-# `banner`, `t_all`, BUDGET_S and LEG_S. Each leg is ci/lib/sanitize.sh (what a leg does, and how
-# reports are counted, is said there).
+# `banner`, `summary_row`, `t_all`, BUDGET_S and LEG_S. Each leg is ci/lib/sanitize.sh (what a
+# leg does, and how reports are counted, is said there).
 #
 #   PINPOOL_SANITIZE=address|thread bash ci/test.sh   every pair of PINPOOL_PAIRS (default: the
 #                                                     required ones) gets that leg, on the
@@ -23,7 +23,7 @@ SANITIZE_CI_LEG_MIN=15
 
 # sanitize_leg PAIR KIND [pytest args]: one leg, one summary row ("2.13+asan", "2.10+tsan").
 sanitize_leg() {
-    local pair="$1" kind="$2" t0 status_file rc detail label
+    local pair="$1" kind="$2" t0 status_file label
     shift 2
     case "$kind" in
         address) label="$pair+asan" ;;
@@ -40,15 +40,7 @@ sanitize_leg() {
     status_file="$(mktemp)"
     PINPOOL_SANITIZE_TESTS="${PINPOOL_SANITIZE_TESTS:-$PINPOOL_SANITIZE_CI_TESTS}" \
         bash ci/lib/sanitize.sh "$pair" "$kind" "$status_file" "$@"
-    rc=$?
-    detail="$(cat "$status_file")"
-    rm -f "$status_file"
-    if [[ $rc == 0 ]]; then
-        summary+=("$(printf '%-9s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "${detail#PASS }")")
-    else
-        summary+=("$(printf '%-9s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
-        red=1
-    fi
+    summary_row "$label" "$t0" $? "$status_file"
 }
 
 # PINPOOL_SANITIZE_CI=1: an ASan+UBSan leg after the default run's pairs (the coordinator's

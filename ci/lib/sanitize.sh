@@ -150,8 +150,8 @@ main() {
     say "${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS }${UBSAN_OPTIONS:+UBSAN_OPTIONS=$UBSAN_OPTIONS }${TSAN_OPTIONS:+TSAN_OPTIONS=$TSAN_OPTIONS}"
     # (From another directory: in the checkout the source package would shadow the installed one.)
     (cd / && san python -c 'import torch_npu_pinpool as p, torch_npu_pinpool._C as c
-    assert p.is_active() and c.sanitizers, c.sanitizers
-    print("plugin:", c.__file__, "sanitizers:", c.sanitizers)') || fail "the sanitized plugin does not load"
+assert p.is_active() and c.sanitizers, c.sanitizers
+print("plugin:", c.__file__, "sanitizers:", c.sanitizers)') || fail "the sanitized plugin does not load"
 
     # gcc 12's sanitizer runtimes cannot place their shadow memory under the 32 bits of mmap
     # randomisation newer kernels may use ("FATAL: ThreadSanitizer: unexpected memory mapping"):

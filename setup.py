@@ -73,6 +73,31 @@ def _torch_npu_version(root: str) -> str:
         return re.search(r"__version__ = ['\"]([^'\"]+)['\"]", f.read()).group(1)
 
 
+# Note [Sanitized builds]: TORCH_NPU_PINPOOL_SANITIZE=address,undefined (or =thread) builds the
+# extension instrumented, for ci/lib/sanitize.sh; docs/configuration.md says how to run one.
+SANITIZERS = ("address", "undefined", "thread")
+
+
+def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Compile flags, link flags and macros for ``TORCH_NPU_PINPOOL_SANITIZE`` (unset: none)."""
+    value = os.environ.get("TORCH_NPU_PINPOOL_SANITIZE", "").replace(" ", "")
+    if not value:
+        return [], [], []
+    kinds = value.split(",")
+    if not set(kinds) <= set(SANITIZERS) or ("thread" in kinds and len(kinds) > 1):
+        _fail(
+            f"TORCH_NPU_PINPOOL_SANITIZE={value!r} is not a sanitizer set this build knows: use"
+            " 'address,undefined', 'address', 'undefined' or 'thread' (thread combines with"
+            " nothing), or unset it for a normal build."
+        )
+    sanitize = "-fsanitize=" + ",".join(kinds)
+    print(f"\ntorch_npu_pinpool: sanitized build ({sanitize})\n", file=sys.stderr)
+    # -fno-wrapv: Python's flags carry -fwrapv, which defines signed overflow, and UBSan then
+    # never checks it; an overflowing byte count is a bug here either way.
+    compile_args = [sanitize, "-fno-omit-frame-pointer", "-g", "-O1", "-fno-wrapv"]
+    return compile_args, [sanitize], [("PINPOOL_SANITIZERS", '"' + ",".join(kinds) + '"')]
+
+
 def _extensions(info: dict):
     torch, BuildExtension, CppExtension = _import_torch()
     root = _torch_npu_root()
@@ -95,6 +120,7 @@ def _extensions(info: dict):
     candidates = [include, os.path.join(include, "third_party", "acl", "inc")]
     include_dirs = [d for d in candidates if os.path.isdir(d)]
     lib_dir = os.path.join(root, "lib")
+    san_compile, san_link, san_macros = _sanitizer_args()
     ext = CppExtension(
         name="torch_npu_pinpool._C",
         sources=[
@@ -108,16 +134,19 @@ def _extensions(info: dict):
             "csrc/npu_runtime.cpp",
             "csrc/pageable_copy_guard.cpp",
             "csrc/pin_pool_allocator.cpp",
+            "csrc/sanitizer_selftest.cpp",
         ],
         include_dirs=include_dirs,
         library_dirs=[lib_dir],
         libraries=["torch_npu"],
-        extra_compile_args=["-O2", "-fvisibility=hidden"],
+        define_macros=san_macros,
+        extra_compile_args=["-O2", "-fvisibility=hidden", *san_compile],
         # Find libtorch_npu.so (and torch's libs) next to us in site-packages.
         extra_link_args=[
             "-Wl,-rpath,$ORIGIN/../torch_npu/lib",
             "-Wl,-rpath,$ORIGIN/../torch/lib",
             "-Wl,--allow-shlib-undefined",
+            *san_link,
         ],
     )
     return [ext], {"build_ext": BuildExtension.with_options(use_ninja=False)}

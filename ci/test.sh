@@ -109,7 +109,7 @@ fi
 
 # --- pairs -----------------------------------------------------------------------------------
 run_pair() {
-    local pair="$1" t0 status_file rc detail
+    local pair="$1" t0 status_file
     shift # the rest are pytest's arguments
     banner "pair $pair"
     t0=$SECONDS
@@ -218,18 +218,33 @@ run_pair() {
         esac
         exit $rc
     )
-    rc=$?
-    ((SECONDS - t0 > LEG_S)) && LEG_S=$((SECONDS - t0))
-    detail="$(cat "$status_file")"
-    rm -f "$status_file"
+    summary_row "$pair" "$t0" $? "$status_file"
+    if ((SECONDS - t0 > LEG_S)); then
+        LEG_S=$((SECONDS - t0))
+    fi
+}
+
+# summary_row LABEL T0 RC STATUS_FILE: a leg's summary row from its exit code and status line.
+summary_row() {
+    local label="$1" t0="$2" rc="$3" detail
+    detail="$(cat "$4")"
+    rm -f "$4"
     if [[ $rc == 0 ]]; then
-        summary+=("$(printf '%-8s %-6s %5ss  %s' "$pair" PASS $((SECONDS - t0)) "${detail#PASS }")")
+        summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "${detail#PASS }")")
     else
-        summary+=("$(printf '%-8s %-6s %5ss  %s' "$pair" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
+        summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
         red=1
     fi
 }
 
+# shellcheck source=ci/lib/sanitize_legs.sh
+. ci/lib/sanitize_legs.sh # issue #20: PINPOOL_SANITIZE=address|thread legs; PINPOOL_SANITIZE_CI=1
+if [[ -n "${PINPOOL_SANITIZE:-}" ]]; then
+    for pair in "${pairs[@]}"; do
+        sanitize_leg "$pair" "$PINPOOL_SANITIZE" "$@"
+    done
+    pairs=() optional=() # the suite itself does not run
+fi
 for pair in "${pairs[@]}"; do
     run_pair "$pair" "$@"
 done
@@ -247,6 +262,8 @@ for pair in "${optional[@]}"; do
     fi
     run_pair "$pair" "$@"
 done
+
+sanitize_ci_leg "$@"
 
 banner "summary"
 printf '%-8s %-6s %6s  %s\n' pair result time detail

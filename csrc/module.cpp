@@ -5,6 +5,7 @@
 #include "audit.h"
 #include "pageable_copy_guard.h"
 #include "pin_pool_allocator.h"
+#include "sanitizer_selftest.h"
 
 namespace torch_npu_pinpool {
 namespace {
@@ -98,6 +99,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("built_with_torch") =
       std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
   m.attr("aten_host_pools") = static_cast<bool>(PINPOOL_HAS_ATEN_HOST_POOLS);
+  m.attr("sanitizers") = std::string(pp::sanitizers());
+  // Note [Injected sanitizer reports]; raises in a normal build. Without the GIL: the data race
+  // runs two threads.
+  m.def("inject_sanitizer_report", &pp::inject_sanitizer_report, release_gil());
   m.def("activate", &pp::activate);
   m.def("is_active", [] { return pp::active_allocator() != nullptr; });
   m.def("install_pageable_copy_guard", &pp::install_pageable_copy_guard);

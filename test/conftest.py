@@ -56,14 +56,23 @@ def _run_child(
     # Emulated runs (the aarch64 leg under qemu-user) are several times slower than native.
     timeout *= float(os.environ.get("PINPOOL_TIMEOUT_SCALE", "1"))
     with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
-        proc = subprocess.run(
+        child = subprocess.Popen(
             [sys.executable, *argv],
             env=full_env,
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
         )
+        with child:
+            try:
+                stdout, stderr = child.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                raise
+        proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+    _fail_on_sanitizer_report(child.pid, what, proc)
     value = None
     for line in proc.stdout.splitlines():
         if line.startswith(_RESULT_TAG):
@@ -75,6 +84,24 @@ def _run_child(
             pytrace=False,
         )
     return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+
+
+def _fail_on_sanitizer_report(pid: int, what: str, proc: subprocess.CompletedProcess) -> None:
+    """Under a sanitizer leg (ci/lib/sanitize.sh sets PINPOOL_SANITIZER_REPORTS), a report the
+    child left (an error, or a leak in csrc/ or test/simcann/: test/sanitizer_reports.py) fails
+    the calling test, also one that expected the child to fail."""
+    reports_dir = os.environ.get("PINPOOL_SANITIZER_REPORTS")
+    if not reports_dir:
+        return
+    from sanitizer_reports import failures_of_process
+
+    found = failures_of_process(reports_dir, pid)
+    if found:
+        pytest.fail(
+            f"{what} (pid {pid}, exit {proc.returncode}) left sanitizer reports:\n{found[-12000:]}"
+            f"\n--- stderr ---\n{proc.stderr[-3000:]}",
+            pytrace=False,
+        )
 
 
 def run_snippet(
@@ -173,7 +200,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip_npu = pytest.mark.skip(reason="needs a real Ascend NPU")
     skip_sim = pytest.mark.skip(reason="simulated-runtime check (SIMCANN_LIB_DIR not set)")
     real, sim = _real_npu(), _on_simulator()
+    skip_injected = pytest.mark.skip(
+        reason="injected sanitizer reports: only in a sanitizer leg (ci/lib/sanitize.sh)"
+    )
+    in_leg = bool(os.environ.get("PINPOOL_SANITIZER_REPORTS"))
     for item in items:
+        if item.get_closest_marker("sanitizer_injected") is not None and not in_leg:
+            item.add_marker(skip_injected)
         if item.get_closest_marker("npu") is not None and not real:
             item.add_marker(skip_npu)
         if item.get_closest_marker("simulator") is not None and not sim:

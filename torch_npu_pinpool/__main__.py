@@ -29,6 +29,15 @@ def _runtime() -> str:
     return f"CANN {version or '(version unknown)'}"
 
 
+def _sanitizers() -> str:
+    """The sanitizers the extension was built with ("" for a normal build)."""
+    try:
+        from . import _C
+    except ImportError:
+        return ""
+    return str(getattr(_C, "sanitizers", ""))
+
+
 def self_test() -> tuple[bool, str]:
     """Capture a copy from a pinned input, free it, pin other bytes, replay: the replay must
     still read the captured bytes."""
@@ -73,6 +82,9 @@ def doctor() -> int:
     print(f"torch_npu_pinpool:  {pp.__version__}")
     print(f"mode:               {pp.mode()}")
     print(f"active:             {pp.is_active()}")
+    sanitizers = _sanitizers()
+    if sanitizers:  # a test build (TORCH_NPU_PINPOOL_SANITIZE): say so, it is not for production
+        print(f"sanitized build:    {sanitizers} (TORCH_NPU_PINPOOL_SANITIZE; a test build)")
     if not pp.is_active():
         print("self-test:          skipped (allocator not active; TORCH_NPU_PINPOOL=0?)")
         return 1

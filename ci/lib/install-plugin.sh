@@ -19,14 +19,21 @@
 # PINPOOL_NO_BUILD_ISOLATION=1 adds --no-build-isolation (a machine without PyPI access; the env
 # then needs setuptools and wheel, which ci/sim-env.sh installs).
 #
-# The copy ($VIRTUAL_ENV/.plugin-src, or a temp dir without a venv) holds the checkout's tracked
+# PINPOOL_PLUGIN_TARGET=DIR installs into DIR (`pip install --target`, DIR emptied first) instead
+# of the env: a sanitizer leg's instrumented build (ci/lib/sanitize.sh), put first on PYTHONPATH,
+# leaves the env's own install alone.
+#
+# The copy ($VIRTUAL_ENV/.plugin-src, DIR.src with a target, or a temp dir without a venv) holds the checkout's tracked
 # and untracked-but-not-ignored files (uncommitted edits included) and nothing else, so the sdist
 # is what a clean checkout of this tree would give and the repository itself gets no build
 # output (egg-info, dist/).
 set -euo pipefail
 LOGFILE="${1:?usage: install-plugin.sh LOGFILE}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [[ -n "${VIRTUAL_ENV:-}" ]]; then
+TARGET="${PINPOOL_PLUGIN_TARGET:-}"
+if [[ -n "$TARGET" ]]; then
+    SRC="$TARGET.src"
+elif [[ -n "${VIRTUAL_ENV:-}" ]]; then
     SRC="$VIRTUAL_ENV/.plugin-src"
 else
     SRC="$(mktemp -d)"
@@ -39,6 +46,11 @@ mkdir -p "$SRC"
 cd "$SRC"
 isolation=()
 [[ "${PINPOOL_NO_BUILD_ISOLATION:-0}" == 1 ]] && isolation=(--no-build-isolation)
+where=(--force-reinstall)
+if [[ -n "$TARGET" ]]; then
+    rm -rf "$TARGET"
+    where=(--target "$TARGET")
+fi
 {
     t=$SECONDS
     echo "+ build_backend/pinpool_backend.py: build_sdist dist/"
@@ -47,8 +59,8 @@ pinpool_backend.build_sdist("dist")'
     sdist=(dist/torch_npu_pinpool-*.tar.gz) # the copy is fresh: exactly one
     echo "sdist: ${sdist[0]} ($((SECONDS - t)) s)"
     t=$SECONDS
-    echo "+ python -m pip install --no-deps --force-reinstall ${isolation[*]} ${sdist[0]}"
-    python -m pip install --disable-pip-version-check --no-deps --force-reinstall \
+    echo "+ python -m pip install --no-deps ${where[*]} ${isolation[*]} ${sdist[0]}"
+    python -m pip install --disable-pip-version-check --no-deps "${where[@]}" \
         "${isolation[@]}" "${sdist[0]}"
     echo "pip install: $((SECONDS - t)) s"
 } >"$LOGFILE" 2>&1

@@ -34,6 +34,13 @@ def native_pools() -> bool:
     return pair() >= (2, 11)
 
 
+def under_sanitizer() -> bool:
+    """A sanitizer leg (ci/lib/sanitize.sh): every process runs several times slower, so a
+    native defect that shows only when another thread wins a race in time may not show. Only
+    for such a demonstration of native's defect, never for what the plugin must do."""
+    return bool(os.environ.get("PINPOOL_SANITIZER_REPORTS"))
+
+
 def simulator_api() -> bool:
     """Whether the simulated runtime's control API is visible to this session (not on a real NPU,
     nor in the "as a real NPU" leg). Only for an extra, simulator-only assertion."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._snippets import ON_OFF, env_for
+from ._snippets import ON_OFF, env_for, under_sanitizer
 
 SLOW = pytest.mark.simulator  # the task delay is the simulator's
 
@@ -50,5 +50,5 @@ def test_eager_copy_queued_when_its_tensor_is_freed_in_a_capture(scenario, plugi
     if plugin:
         assert r["eager"] == [1.0], r
         assert r.get("violations", 0) == 0, r
-    elif delay:
+    elif delay and not under_sanitizer():  # the junk thread must win a race (see there)
         assert r["eager"] != [1.0] or r["violations"] > 0, "native kept the queued copy's block"

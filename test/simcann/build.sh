@@ -22,19 +22,23 @@
 # reads symbols with that toolchain (PREFIXg++, PREFIXgcc, PREFIXnm) and takes the system
 # libraries from its sysroot instead of ldconfig's (host) list; PY is then the emulated
 # interpreter (it only reports where torch / torch_npu are).
+#   --sanitize address,undefined | thread   an instrumented build (frame pointers, debug info), for
+#                                           ci/lib/sanitize.sh; use another --out than the normal one
 set -euo pipefail
 
 PY=python3
 OUT=""
 CROSS=""
 JOBS=$(nproc 2>/dev/null || echo 2)
+SANITIZE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --cross) CROSS="$2"; shift 2 ;;
     -j) JOBS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --sanitize) SANITIZE="$2"; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -79,6 +83,15 @@ else
 fi
 
 CXXFLAGS=(-std=c++17 -O1 -g0 -fPIC -pthread -Wall -Wno-unused-parameter -I"$SRC" -I"$INC")
+LDFLAGS=()
+if [ -n "$SANITIZE" ]; then
+  case "$SANITIZE" in
+    address|undefined|address,undefined|undefined,address|thread) ;;
+    *) echo "build.sh: --sanitize takes address,undefined, address, undefined or thread, not '$SANITIZE'" >&2; exit 2 ;;
+  esac
+  CXXFLAGS+=(-g -fno-omit-frame-pointer "-fsanitize=$SANITIZE")
+  LDFLAGS+=("-fsanitize=$SANITIZE")
+fi
 # APIs an older wheel's ACL headers do not declare: their entry points are compiled only where the
 # header has them (conditional graph nodes: torch_npu 2.13's acl_rt.h yes, 2.10's no).
 if grep -q 'aclmdlRICondHandleCreate' "$INC/acl/acl_rt.h"; then
@@ -180,7 +193,8 @@ comm -23 "$GEN/wanted.txt" "$GEN/implemented.txt" > "$GEN/stubbed.txt"
 "$CC" -O0 -g0 -fPIC -w -c "$GEN/stubs.c" -o "$GEN/stubs.o"
 
 # 4. Link one library; every other name is a symlink to it.
-"$CXX" -shared -pthread -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" -Wl,-soname,libascendcl.so
+"$CXX" -shared -pthread "${LDFLAGS[@]}" -o "$LIB/libascendcl.so" "$OBJ"/*.o "$GEN/stubs.o" \
+  -Wl,-soname,libascendcl.so
 # Library names: the NEEDED entries of torch_npu's libraries that neither torch nor the system
 # provides (libascendcl, libhccl, libacl_op_compiler, libge_runner, libgraph, libacl_tdt_channel,
 # ...), plus those looked up at run time. Optional tool libraries torch_npu probes for
@@ -198,6 +212,6 @@ for n in $(printf '%s\n' "${NAMES[@]}" | sort -u); do
 done
 printf '%s\n' "${NAMES[@]}" libascendcl.so | sort -u > "$GEN/library_names.txt"
 
-echo "simcann: built $LIB/libascendcl.so for torch_npu at $TNPU" \
+echo "simcann: built $LIB/libascendcl.so${SANITIZE:+ (-fsanitize=$SANITIZE)} for torch_npu at $TNPU" \
   "($(wc -l < "$GEN/implemented.txt") implemented symbols, $(wc -l < "$GEN/stubbed.txt") stubs;" \
   "names: $(tr '\n' ' ' < "$GEN/library_names.txt"))"

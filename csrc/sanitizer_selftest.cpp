@@ -1,0 +1,101 @@
+// Sanitized builds (TORCH_NPU_PINPOOL_SANITIZE, setup.py): which sanitizers this build has, and
+// the defects a sanitizer leg injects on purpose to prove that it catches them.
+//
+// Note [Injected sanitizer reports]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A sanitizer leg that reports nothing proves nothing unless it is known to catch a defect of
+// the kind it looks for, in this extension, in a scenario process, as far as failing the test
+// that spawned it (ci/lib/sanitize.sh, test/pinpool/test_sanitizer_injected.py). So a sanitized
+// build carries one defect per sanitizer, each on the allocator's own types, reached only by
+// an explicit call (inject_sanitizer_report, never from the allocator):
+//   use_after_free   (address)    a PinBlock is deleted, then its users_ are read
+//   data_race        (thread)     two threads add to a GraphPool's bytes_held without mutex_
+//   signed_overflow  (undefined)  a block's byte count overflows an int
+// A normal build compiles none of them: the call raises, naming the build switch.
+#include "sanitizer_selftest.h"
+
+#include <c10/util/Exception.h>
+
+#include <climits>
+#include <thread>
+
+#include "pin_pool_allocator.h"
+
+namespace torch_npu_pinpool {
+
+const char* sanitizers() {
+#ifdef PINPOOL_SANITIZERS
+  return PINPOOL_SANITIZERS;
+#else
+  return "";
+#endif
+}
+
+#ifdef PINPOOL_SANITIZERS
+namespace {
+
+bool built_with(const std::string& sanitizer) {
+  const std::string all = std::string(",") + PINPOOL_SANITIZERS + ",";
+  return all.find("," + sanitizer + ",") != std::string::npos;
+}
+
+int64_t use_after_free() {
+  auto* block = new PinBlock(64, nullptr);
+  PinBlock* volatile dangling = block;
+  delete block;
+  return static_cast<int64_t>(dangling->users_.size());  // heap-use-after-free
+}
+
+int64_t data_race() {
+  GraphPool pool;
+  auto add = [&pool] {
+    for (int i = 0; i < 1000; ++i) {
+      pool.bytes_held += 1;  // unlocked: mutex_ guards it in the allocator
+    }
+  };
+  std::thread first(add);
+  std::thread second(add);
+  first.join();
+  second.join();
+  return static_cast<int64_t>(pool.bytes_held);
+}
+
+int64_t signed_overflow() {
+  volatile int bytes = INT_MAX;
+  volatile int more = 1;
+  return bytes + more;  // signed integer overflow
+}
+
+}  // namespace
+
+int64_t inject_sanitizer_report(const std::string& kind) {
+  struct Defect {
+    const char* kind;
+    const char* sanitizer;
+    int64_t (*run)();
+  };
+  static const Defect defects[] = {{"use_after_free", "address", &use_after_free},
+                                   {"data_race", "thread", &data_race},
+                                   {"signed_overflow", "undefined", &signed_overflow}};
+  for (const Defect& defect : defects) {
+    if (kind == defect.kind) {
+      TORCH_CHECK(built_with(defect.sanitizer), "torch_npu_pinpool: the injected ", kind,
+                  " needs a build with TORCH_NPU_PINPOOL_SANITIZE including ", defect.sanitizer,
+                  "; this one has ", PINPOOL_SANITIZERS, ".");
+      return defect.run();
+    }
+  }
+  TORCH_CHECK(false, "torch_npu_pinpool: no injected defect named '", kind,
+              "' (use_after_free, data_race, signed_overflow).");
+}
+
+#else
+
+int64_t inject_sanitizer_report(const std::string& kind) {
+  TORCH_CHECK(false, "torch_npu_pinpool: this build has no injected defects (", kind,
+              "); build with TORCH_NPU_PINPOOL_SANITIZE=address,undefined or =thread.");
+}
+
+#endif
+
+}  // namespace torch_npu_pinpool

@@ -45,6 +45,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -57,10 +59,21 @@ using CaptureFilter = std::function<bool(c10::Stream)>;
 struct GraphPool;
 struct CapturedGraph;
 
+// A graph pool is one pool id on one device (Note [Pools per device]).
+struct PoolKey {
+  c10::DeviceIndex device;
+  MempoolId id;
+  bool operator==(const PoolKey& other) const {
+    return device == other.device && id == other.id;
+  }
+};
+
 // c10::MempoolIdHash only exists from torch 2.10.
-struct PoolIdHash {
-  size_t operator()(const MempoolId& id) const {
-    return std::hash<uint64_t>()(id.first) * 31 + std::hash<uint64_t>()(id.second);
+struct PoolKeyHash {
+  size_t operator()(const PoolKey& key) const {
+    return (std::hash<uint64_t>()(key.id.first) * 31 + std::hash<uint64_t>()(key.id.second)) *
+               31 +
+           std::hash<int>()(key.device);
   }
 };
 
@@ -85,10 +98,11 @@ struct PinBlock : at::HostBlock<Stream> {
 // The fence of a freed block's eager uses: takes its streams_ (Note [Eager-use fences]).
 UseFence take_use_fence(PinBlock* block);
 
-// One graph memory pool on the host side; identified like the graph's device pool.
-// See Note [Pool lifetime].
+// One graph memory pool on the host side; identified like the graph's device pool: a pool id
+// on one device. See Note [Pool lifetime] and Note [Pools per device].
 struct GraphPool {
   MempoolId id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
+  c10::DeviceIndex device{-1};  // the device its graphs capture on; immutable
   int graphs{0};       // graphs of this pool that are capturing or alive
   int capturing{0};    // of which capturing
   bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
@@ -118,6 +132,7 @@ struct CapturedGraph {
 
 struct PoolInfo {
   MempoolId id;
+  c10::DeviceIndex device;
   int graphs;
   bool capturing;
   bool retiring;
@@ -199,7 +214,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   CapturedGraph* new_graph_locked(bool announced);
   void start_capture_locked(CapturedGraph* graph, CaptureFilter filter);
   void resume_capture_locked(CapturedGraph* graph, CaptureFilter filter);
-  CapturedGraph* graph_mid_capture_locked(MempoolId pool_id);
+  CapturedGraph* graph_mid_capture_locked(c10::DeviceIndex device, MempoolId pool_id);
   void stop_capture_locked(CapturedGraph* graph);
   void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
@@ -209,7 +224,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
   void free_slow(PinBlock* block);
-  GraphPool* pool_for_capture_locked(MempoolId id);
+  GraphPool* pool_for_capture_locked(c10::DeviceIndex device, MempoolId id);
   void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
   void maybe_delete_pool_locked(GraphPool* pool);
   void settle_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
@@ -239,7 +254,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive
   std::vector<CapturedGraph*> capturing_;                // state kCapturing
   std::vector<CapturedGraph*> dead_;  // dead, waiting for their fence
-  ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id
+  ska::flat_hash_map<PoolKey, GraphPool*, PoolKeyHash> pools_;  // live pools by device and id
+  // release_pool calls not yet matched to a graph, per pool id (Note [Pools per device]).
+  std::map<MempoolId, int> unnamed_releases_;
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
   // Blocks free_slow freed while eager copies from them may still run, with the fence of those
   // copies (Note [Eager-use fences]).

@@ -105,6 +105,7 @@ def _extensions(info: dict):
             "csrc/npu_runtime.cpp",
             "csrc/pageable_copy_guard.cpp",
             "csrc/pin_pool_allocator.cpp",
+            "csrc/strided_pinned_copy.cpp",
         ],
         include_dirs=include_dirs,
         library_dirs=[lib_dir],

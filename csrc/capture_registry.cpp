@@ -389,6 +389,32 @@ void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
   process_pending();
 }
 
+bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
+                                                const std::vector<std::pair<void*, void*>>& blocks,
+                                                std::shared_ptr<void> state) {
+  std::vector<PinBlock*> found;
+  for (const auto& [ptr, ctx] : blocks) {
+    found.push_back(find_block(ptr, ctx));  // backing_mutex_, never under mutex_
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = capturing_graph_locked(stream);
+  if (graph == nullptr) {
+    return false;
+  }
+  for (PinBlock* block : found) {
+    if (block != nullptr) {
+      record_captured_use(block, *graph);
+    } else {
+      TORCH_WARN_ONCE(
+          "torch_npu_pinpool: a pinned tensor allocated before torch_npu_pinpool was "
+          "activated is used inside a graph capture; it is not protected from reuse. "
+          "Import torch_npu_pinpool before pinning memory.");
+    }
+  }
+  graph->replay_state.push_back(std::move(state));
+  return true;
+}
+
 // A captured operation on `graph`'s stream reads or writes `block`.
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
   auto& users = block->users_;

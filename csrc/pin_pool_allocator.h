@@ -128,6 +128,9 @@ struct CapturedGraph {
   ska::flat_hash_set<Stream> replay_streams;  // where it was replayed
   std::vector<Event> fence;      // dead: one event per replay stream
   bool fence_recorded{false};
+  // The arguments of its captured host functions (Note [Strided pinned copies in capture]):
+  // every replay uses them, so they go with the graph, once its fence completed.
+  std::vector<std::shared_ptr<void>> replay_state;
 };
 
 struct PoolInfo {
@@ -171,6 +174,11 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   bool graph_end_failed(uint64_t handle);
   void graph_replay(uint64_t handle);
   void graph_died(uint64_t handle);
+  // A host function captured on `stream` uses the pinned blocks behind `blocks` ((ptr, ctx)
+  // pairs) and `state` on every replay: both go to the graph capturing there. False (nothing
+  // taken) when no capture the registry knows runs on `stream`.
+  bool keep_for_replays(const Stream& stream, const std::vector<std::pair<void*, void*>>& blocks,
+                        std::shared_ptr<void> state);
   // What torch_npu >= 2.11 calls through at::HostAllocator.
   void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter);
   void end_allocate_to_pool(MempoolId pool_id);

@@ -18,9 +18,7 @@ still runs, and the pinned bytes held after reset + host_empty_cache() beside th
 
 import os
 
-from scenario import PLUGIN, held_bytes, report, side_stream, torch
-
-import torch_npu_pinpool
+from scenario import held_bytes, report, reset_after_failed_capture, side_stream, torch
 
 KIND = os.environ.get("VIEW_KIND", "strided")
 DIRECTION = os.environ.get("COPY_DIR", "h2d")
@@ -116,13 +114,8 @@ if out["error"] is None:
         g.replay()
         torch.npu.synchronize()
         out["replays"].append(check_round(k))
-try:
-    g.reset()
-    out["reset"] = True
-except RuntimeError as e:
-    out["reset"] = str(e)
+reset_after_failed_capture(out, g)
 del g
-out["capturing"] = [p["capturing"] for p in torch_npu_pinpool.pool_stats()] if PLUGIN else []
 # After torch_npu's own error its task queue may run nothing more: go on only without one.
 if out["error"] is None or "torch_npu_pinpool" in out["error"]:
     dev.fill_(2.0)

@@ -6,7 +6,7 @@
 #   PINPOOL_PAIRS=all bash ci/test.sh    # every pair in ci/lib/pairs.sh
 #   bash ci/test.sh -k capture -x        # extra arguments go to pytest
 #
-# Which pairs run by default (ci/lib/pairs.sh): the required ones (PINPOOL_CI_PAIRS: 2.13 and
+# Which pairs run by default (ci/lib/pairs.sh): the required ones (PINPOOL_CI_PAIRS: 2.14 and
 # 2.10) always, set up from nothing if need be; every other pair only when its env is already
 # cached (`bash ci/lib/envsetup.sh PAIR --cached`) and the time used so far leaves room for it
 # within PINPOOL_BUDGET_MIN (default 80 of CI's 90 minutes; a cached leg takes ~4 min, budgeted
@@ -126,7 +126,7 @@ run_pair() {
         echo "+ python -m pytest ${tests[*]} ${xdist[*]} $*"
         python -m pytest "${tests[@]}" "${xdist[@]}" "$@"
         rc=$?
-        if [[ $rc == 0 && "$pair" == 2.13 ]]; then
+        if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" ]]; then
             # Registered-memory leg (issue #11): torch_npu's pinned_mem_register path (malloc +
             # aclrtHostRegisterV2), which it enables only on CANN >= 8.5: the simulator says 8.5.
             reg_tests=(test/pinpool/test_capture_replay.py test/pinpool/test_pool_lifetime.py
@@ -203,6 +203,9 @@ done
 banner "summary"
 printf '%-8s %-6s %6s  %s\n' pair result time detail
 printf '%s\n' "${summary[@]}"
+# Releases newer than MAX_TORCH_NPU on the package index: a notice, never a failure, silent
+# when the index cannot be reached (ci/lib/newer_releases.py).
+python3 ci/lib/newer_releases.py 2>/dev/null || true
 echo "total: $((SECONDS - t_all))s"
 if [[ $red != 0 ]]; then
     echo "RED: at least one step failed"

@@ -16,7 +16,7 @@
 // capture, and torch_npu 2.8 - 2.10 has no capture awareness at all. ATen's pool members are
 // private and differ per release. So this allocator keeps ATen's CachingHostAllocatorImpl for
 // the default (eager) pool only - we never call the base's begin_allocate_to_pool - and
-// manages graph pools itself, identically on every torch 2.8 - 2.13.
+// manages graph pools itself, identically on every torch 2.8 - 2.14.
 //
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~

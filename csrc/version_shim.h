@@ -1,4 +1,4 @@
-// The one place that knows how torch / torch_npu differ between 2.8 and 2.13.
+// The one place that knows how torch / torch_npu differ between 2.8 and 2.14.
 //
 // Everything is detected from the headers of the torch and torch_npu the extension is
 // built against (no configure step): torch's version macros for ATen's host-allocator
@@ -26,6 +26,19 @@
 // macro only decides which virtuals we override.
 #define PINPOOL_HAS_ATEN_HOST_POOLS PINPOOL_TORCH_AT_LEAST(2, 11)
 
+// 2.14 changed ATen's host allocator again, in ways that need no macro here (read in the
+// torch 2.14.0 wheel, ATen/core/CachingHostAllocator.h; docs/matrix.md has the lines):
+//   * process_events(BlockPool&) -> process_events(BlockPool&, const shared_ptr<GatheredContext>&)
+//     (the memory-history context): we override neither it nor
+//     process_events_for_specific_size;
+//   * HostBlock::allocated_ became std::atomic<bool>: our plain `= true` / `if (allocated_)` on
+//     our own graph-pool and large blocks are seq_cst stores and loads, under our locks as before;
+//   * at::HostAllocator grew record_history / get_segments / get_traces /
+//     record_external_(un)register with no-op defaults. torch_npu 2.14 has no host
+//     memory-history API (only CUDA wires it to Python), so nothing calls them on PrivateUse1
+//     and we keep the defaults.
+// torch_npu 2.14.0's own headers (host allocator, NPUGraph, graph utils) are identical to 2.13.0's.
+
 // HostStats field names: 2.10 has allocations / allocated_bytes (held) and
 // active_requests / active_bytes (in use); 2.8 and 2.9 have segment / reserved_bytes (held)
 // and allocation / allocated_bytes (in use).
@@ -38,10 +51,10 @@
 // per-bucket block counts are right on 2.8 / 2.9, so the in-use bytes are rebuilt from them
 // there. On 2.10 - 2.12 the counts are off too (measured: 16385 bytes in use after the only
 // 16 KiB block went back), so nothing here can rebuild the figure: it stays ATen's, as with
-// torch_npu alone. 2.13 decreases by block->size_ (maybe_cache_block).
+// torch_npu alone. 2.13 and 2.14 decrease by block->size_ (maybe_cache_block).
 #define PINPOOL_ATEN_IN_USE_BYTES_MISCOUNTED !PINPOOL_TORCH_AT_LEAST(2, 10)
 
-// torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10 - 2.13) versus
+// torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10 - 2.14) versus
 // include/third_party/acl/inc/acl/ (2.9.x, whose acl_rt.h is C++ only). setup.py puts
 // whichever exists on the include path as the root of <acl/...>; this check turns a
 // wrong build environment into a readable error instead of a cascade.

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 # torch_npu releases (major, minor) this version is built and tested for, inclusive. Older ones
 # are refused; newer ones are refused unless ALLOW_UNTESTED_ENV is set (then: one warning).
 MIN_TORCH_NPU = (2, 8)
-MAX_TORCH_NPU = (2, 13)
+MAX_TORCH_NPU = (2, 14)
 ALLOW_UNTESTED_ENV = "TORCH_NPU_PINPOOL_ALLOW_UNTESTED"
 
 

@@ -135,7 +135,7 @@ else
     run_logged "installing test dependencies" "$fix_net" \
         "${PIP[@]}" -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
 
-    # torch 2.10 CUDA-build workaround (test environment only; see ci/lib/cudafix/README.md).
+    # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md).
     say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
     run_logged "installing the CUDA-build import workaround" \
         "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \

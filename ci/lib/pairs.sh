@@ -9,12 +9,24 @@
 #   PAIR_NOTE      what the user is about to wait for
 #   PAIR_REFUSED   1 = below the supported range: the leg checks that the plugin refuses to
 #                  build and to activate there (test/unsupported/), instead of the suite
-PINPOOL_ALL_PAIRS="2.13 2.12 2.11 2.10 2.9 2.8 2.7"
-PINPOOL_CI_PAIRS="2.13 2.10"
+PINPOOL_ALL_PAIRS="2.14 2.13 2.12 2.11 2.10 2.9 2.8 2.7"
+# Required in every `bash ci/test.sh` run: the newest release and vllm-ascend's pin (2.10).
+PINPOOL_CI_PAIRS="2.14 2.10"
+# The pair whose leg also runs torch_npu's registered-memory path (pinned_mem_register, CANN 8.5):
+# the newest release, which has it.
+PINPOOL_REGISTER_PAIR="2.14"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0
     case "$1" in
+        2.14)
+            # torch_npu 2.14.0 asks for torch==2.14.0.*, which PyPI's CUDA build (2.14.0+cu130
+            # inside, "2.14.0" on the index) satisfies: no --no-deps needed.
+            PAIR_TORCH="torch==2.14.0"
+            PAIR_NPU="torch_npu==2.14.0"
+            PAIR_NPU_NODEPS=0
+            PAIR_NOTE="torch 2.14.0 (PyPI's CUDA build, ~2.9 GB download) + torch_npu 2.14.0"
+            ;;
         2.13)
             # The CPU build lies on disk (/opt/wheels, pip's find-links): `torch==2.13.0`
             # resolves to 2.13.0+cpu there, and torch_npu 2.13.0 asks for torch==2.13.0.*.

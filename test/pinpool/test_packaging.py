@@ -1,7 +1,7 @@
 """Packaging: the supported torch_npu range at activation and at build time, the build's
 refusals, and the sdist.
 
-Releases that have no test environment (torch_npu 2.7.1, 2.14.0) are stood in for by a stub
+Releases that have no test environment (torch_npu 2.7.1, 2.15.0) are stood in for by a stub
 ``torch_npu`` package put first on ``PYTHONPATH`` (``__version__``, ``version.py`` and the
 ``_autoload`` its entry point names): the version gates read nothing else, so they run before
 any of torch_npu's internals would be touched. The build checks run the in-tree backend
@@ -23,7 +23,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ALLOW = "TORCH_NPU_PINPOOL_ALLOW_UNTESTED"
-RANGE = "torch_npu 2.8.0 to 2.13.x"
+RANGE = "torch_npu 2.8.0 to 2.14.x"
+TOO_NEW = "2.15.0"  # the first torch_npu release above MAX_TORCH_NPU
 
 
 def _torch_minor() -> tuple[int, int]:
@@ -67,10 +68,10 @@ except Exception as e:
 
 @pytest.mark.parametrize(
     "version, expect",
-    [("2.7.1", ["too old", ">= 2.8.0"]), ("2.14.0", ["newer", RANGE, f"{ALLOW}=1"])],
+    [("2.7.1", ["too old", ">= 2.8.0"]), (TOO_NEW, ["newer", RANGE, f"{ALLOW}=1"])],
 )
 def test_activation_refuses_unsupported_torch_npu(run_isolated, tmp_path, version, expect):
-    """``import torch_npu_pinpool`` refuses torch_npu releases outside 2.8-2.13 with a message
+    """``import torch_npu_pinpool`` refuses torch_npu releases outside 2.8-2.14 with a message
     naming the minimum, or the tested range and the override."""
     stub = _stub_torch_npu(tmp_path, version)
     r = run_isolated(EXPLICIT_IMPORT, env=_with_pythonpath(stub, **{ALLOW: ""})).result
@@ -95,7 +96,7 @@ result = {
 
 
 @pytest.mark.parametrize(
-    "version, expect", [("2.7.1", ">= 2.8.0"), ("2.14.0", f"Set {ALLOW}=1 to activate")]
+    "version, expect", [("2.7.1", ">= 2.8.0"), (TOO_NEW, f"Set {ALLOW}=1 to activate")]
 )
 def test_autoload_refusal_never_breaks_import_torch(run_isolated, tmp_path, version, expect):
     """Through the ``torch.backends`` entry point a refused torch_npu is a logged warning, not
@@ -113,7 +114,7 @@ UNTESTED = r"""
 import logging, sys
 logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(name)s %(message)s")
 import torch, torch_npu
-torch_npu.__version__ = "2.14.0"   # the real torch_npu, claiming a release newer than tested
+torch_npu.__version__ = "2.15.0"   # the real torch_npu, claiming a release newer than tested
 try:
     import torch_npu_pinpool
     torch_npu_pinpool.activate()
@@ -125,7 +126,7 @@ except RuntimeError as e:
 
 
 def test_untested_torch_npu_override(run_isolated):
-    """A torch_npu newer than 2.13 is refused; with TORCH_NPU_PINPOOL_ALLOW_UNTESTED=1 the
+    """A torch_npu newer than 2.14 is refused; with TORCH_NPU_PINPOOL_ALLOW_UNTESTED=1 the
     plugin activates on it, with exactly one warning."""
     refused = run_isolated(UNTESTED, env={ALLOW: ""})
     assert "error" in refused.result and f"{ALLOW}=1" in refused.result["error"]
@@ -222,8 +223,8 @@ def test_build_refuses(source_copy, tmp_path, case):
         env = _with_pythonpath(_stub_torch_npu(tmp_path, "2.7.1"))
         expect = ["2.7.1 is too old", ">= 2.8.0"]
     elif case == "too new":
-        env = _with_pythonpath(_stub_torch_npu(tmp_path, "2.14.0"))
-        expect = ["2.14.0 is newer", RANGE, f"Set {ALLOW}=1 to build"]
+        env = _with_pythonpath(_stub_torch_npu(tmp_path, TOO_NEW))
+        expect = [f"{TOO_NEW} is newer", RANGE, f"Set {ALLOW}=1 to build"]
     else:
         env = _with_pythonpath(_stub_torch_npu(tmp_path, _other_supported_release()))
         expect = ["does not pair with torch", "torch_npu X requires torch X"]
@@ -235,22 +236,22 @@ def test_build_refuses(source_copy, tmp_path, case):
 
 
 def test_build_untested_override(source_copy, tmp_path):
-    """With TORCH_NPU_PINPOOL_ALLOW_UNTESTED=1 a torch_npu newer than 2.13 passes the gate
-    with one warning; this stub then stops at the pairing check (no test env has torch 2.14)."""
-    stub = _stub_torch_npu(tmp_path, "2.14.0")
+    """With TORCH_NPU_PINPOOL_ALLOW_UNTESTED=1 a torch_npu newer than 2.14 passes the gate
+    with one warning; this stub then stops at the pairing check (no test env has torch 2.15)."""
+    stub = _stub_torch_npu(tmp_path, TOO_NEW)
     r = _backend(
         source_copy, "build_wheel", tmp_path / "dist", _with_pythonpath(stub, **{ALLOW: "1"})
     )
     assert f"Set {ALLOW}=1 to build" not in r.stderr
     assert r.stderr.count("WARNING") == 1 and "will build anyway, untested" in r.stderr
-    if _torch_minor() != (2, 14):
+    if _torch_minor() != (2, 15):
         assert r.returncode != 0 and "does not pair with torch" in r.stderr, r.stderr[-3000:]
 
 
 def test_pip_no_build_isolation_refusal(source_copy, tmp_path):
     """The same refusal through pip (``--no-build-isolation``, as on an offline machine):
     non-zero exit, the message in pip's output."""
-    stub = _stub_torch_npu(tmp_path, "2.14.0")
+    stub = _stub_torch_npu(tmp_path, TOO_NEW)
     full = dict(os.environ)
     full.update(_with_pythonpath(stub))
     full.pop(ALLOW, None)
@@ -264,7 +265,7 @@ def test_pip_no_build_isolation_refusal(source_copy, tmp_path):
     )  # fmt: skip
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
-    assert "2.14.0 is newer" in out and f"{ALLOW}=1" in out, out[-3000:]
+    assert f"{TOO_NEW} is newer" in out and f"{ALLOW}=1" in out, out[-3000:]
 
 
 def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):

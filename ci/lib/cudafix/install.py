@@ -6,13 +6,15 @@ TEST ENVIRONMENT ONLY (see README.md beside this file). Run with the venv's pyth
 
 - torch is not a CUDA build (a real Ascend setup, the 2.13 test env): removes any earlier copy
   of the workaround and does nothing else.
-- torch is a CUDA build: reads AcceleratorAllocatorConfig's own keys from this torch's
-  c10/core/AllocatorConfig.h and builds libkeyfix.so against this torch's headers. If, after
-  ``import torch``, the shared key set holds only those keys (torch 2.9: the CUDA build
-  registers none), nothing can collide: it stops there. Otherwise (torch 2.10) it installs the
-  ``_pinpool_testenv`` package and its ``.pth`` line into the venv's site-packages and checks,
-  in a fresh interpreter, that the keys the workaround removes are exactly those of
-  CUDAAllocatorConfig::getKeys() (c10/cuda/CUDAAllocatorConfig.h).
+- torch is a CUDA build: builds libkeyfix.so against this torch's headers and measures, in a
+  process that loaded libc10 alone, the keys AcceleratorAllocatorConfig starts with (the base
+  keys: torch <= 2.12 initializes them in c10/core/AllocatorConfig.h, 2.13+ in libc10 itself, so
+  they are measured, not read). If, after ``import torch``, the shared key set holds only those
+  (torch 2.9: the CUDA build registers none), nothing can collide: it stops there. Otherwise
+  (torch 2.10 - 2.12, 2.14) it installs the ``_pinpool_testenv`` package, the base keys and its
+  ``.pth`` line into the venv's site-packages and checks, in a fresh interpreter, that the keys
+  the workaround removes are exactly those of CUDAAllocatorConfig::getKeys()
+  (c10/cuda/CUDAAllocatorConfig.h).
 """
 
 from __future__ import annotations
@@ -25,30 +27,35 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = "_pinpool_testenv"
 PTH = "_pinpool_testenv.pth"
 
 
-def string_set(header: str, anchor: str) -> list[str]:
-    """The string literals of the first ``{...}`` initializer after ``anchor`` in ``header``.
+def getkeys_initializer(header: str, anchor: str) -> list[str] | None:
+    """The string literals of ``anchor() { static std::unordered_set<std::string> x{...}; ...``.
 
-    Adjacent literals are concatenated as C++ does ("release_lock_on_cud" "amalloc").
+    The keys a config class registers, as its header lists them; None when ``header`` has no
+    such inline initializer. Adjacent literals are concatenated as C++ does
+    ("release_lock_on_cud" "amalloc").
     """
+    if not os.path.exists(header):
+        return None
     with open(header) as f:
         text = f.read()
-    at = text.find(anchor)
-    if at < 0:
-        raise SystemExit(f"{header}: '{anchor}' not found; update ci/lib/cudafix/install.py")
-    start = text.index("{", text.index("std::unordered_set<std::string>", at))
-    end = text.index("};", start)
-    body = re.sub(r"//[^\n]*", "", text[start + 1 : end])
+    m = re.search(
+        re.escape(anchor) + r"\s*\{\s*static\s+std::unordered_set<std::string>\s+\w+\s*\{(.*?)\};",
+        text,
+        re.S,
+    )
+    if m is None:
+        return None
+    body = re.sub(r"//[^\n]*", "", m.group(1))
     body = re.sub(r'"\s*"', "", body)  # join adjacent literals
     keys = re.findall(r'"([^"]*)"', body)
     if not keys:
-        raise SystemExit(f"{header}: no keys parsed after '{anchor}'")
+        raise SystemExit(f"{header}: no keys parsed in the initializer of '{anchor}'")
     return keys
 
 
@@ -80,35 +87,34 @@ def main() -> int:
         # torch without AcceleratorAllocatorConfig has no shared key set to collide in.
         print(f"torch {torch.__version__}: no {cfg}, no shared key set: no workaround needed")
         return 0
-    base = string_set(cfg, "getMutableKeys()")
-    cuda_hdr = os.path.join(inc, "c10", "cuda", "CUDAAllocatorConfig.h")
-    # torch 2.10's CUDAAllocatorConfig lists the keys it registers in getKeys(); 2.9's has none
-    # (it registers nothing in the shared set). The probe below decides either way.
-    cuda_keys = None
-    if os.path.exists(cuda_hdr) and "getKeys()" in open(cuda_hdr).read():
-        cuda_keys = string_set(cuda_hdr, "getKeys()")
-    print(f"torch {torch.__version__} (CUDA {torch.version.cuda}): base keys {base}")
+    cuda_keys = getkeys_initializer(
+        os.path.join(inc, "c10", "cuda", "CUDAAllocatorConfig.h"), "getKeys()"
+    )  # torch 2.9's CUDAAllocatorConfig has none: it registers nothing in the shared set
+    npu_hdr = os.path.join(
+        os.path.dirname(os.path.dirname(torch.__file__)),
+        *"torch_npu/include/torch_npu/csrc/core/npu/NPUAllocatorConfig.h".split("/"),
+    )
+    npu_keys = getkeys_initializer(npu_hdr, "getKeys()")
+    print(f"torch {torch.__version__} (CUDA {torch.version.cuda})")
     print(f"CUDAAllocatorConfig keys (header): {cuda_keys}")
+    print(f"NPUAllocatorConfig keys (torch_npu's header): {npu_keys}")
+    if cuda_keys and npu_keys:
+        print(f"both register: {sorted(set(cuda_keys) & set(npu_keys))}")
 
     pkg = os.path.join(site, PKG)
     os.makedirs(pkg)
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "base_keys.inc"), "w") as f:
-            f.write("// generated by ci/lib/cudafix/install.py from " + cfg + "\n")
-            f.write("static const char* const kBaseKeys[] = {")
-            f.write(", ".join(json.dumps(k) for k in base) + "};\n")
-        abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-        cmd = [
-            os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O1", "-std=c++17",
-            f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", tmp, "-I", inc,
-            os.path.join(HERE, "keyfix.cpp"), "-o", os.path.join(pkg, "libkeyfix.so"),
-            "-L", libdir, "-lc10", f"-Wl,-rpath,{libdir}",
-        ]  # fmt: skip
-        print("$ " + " ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True)
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    cmd = [
+        os.environ.get("CXX", "c++"), "-shared", "-fPIC", "-O1", "-std=c++17",
+        f"-D_GLIBCXX_USE_CXX11_ABI={abi}", "-I", inc,
+        os.path.join(HERE, "keyfix.cpp"), "-o", os.path.join(pkg, "libkeyfix.so"),
+        "-L", libdir, "-lc10", f"-Wl,-rpath,{libdir}",
+    ]  # fmt: skip
+    print("$ " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
     shutil.copy(os.path.join(HERE, "hook.py"), os.path.join(pkg, "__init__.py"))
 
-    def probe(code: str) -> dict:
+    def probe(code: str) -> dict | list:
         out = subprocess.run(
             [sys.executable, "-c", code],
             check=True,
@@ -118,7 +124,19 @@ def main() -> int:
         ).stdout
         return json.loads(out.strip().splitlines()[-1])
 
-    # 1. Which keys does `import torch` leave in the shared set? Only the base ones: the CUDA
+    # 1. The base keys: the set as AcceleratorAllocatorConfig initializes it, in a process where
+    #    libc10 is loaded alone (libkeyfix.so links it; no torch, no CUDA library).
+    base = probe(
+        "import ctypes, json\n"
+        f"lib = ctypes.CDLL({os.path.join(pkg, 'libkeyfix.so')!r})\n"
+        "buf = ctypes.create_string_buffer(8192); lib.pinpool_keyfix_list(buf, len(buf))\n"
+        "print(json.dumps(sorted(k for k in buf.value.decode().split(',') if k)))\n"
+    )
+    print(f"base keys (libc10 alone): {base}")
+    if not base:
+        raise SystemExit("libc10 alone has no allocator-config keys: update ci/lib/cudafix")
+
+    # 2. Which keys does `import torch` leave in the shared set? Only the base ones: the CUDA
     #    build registered none, nothing can collide, no workaround.
     loaded = probe("import json, torch, _pinpool_testenv as t; print(json.dumps(t.current_keys()))")
     print(f"keys after import torch: {loaded}")
@@ -127,8 +145,10 @@ def main() -> int:
         print("the CUDA build registers no allocator-config keys: no workaround needed")
         return 0
 
-    # 2. Install the hook, and check in a fresh interpreter that it is active and removes
+    # 3. Install the hook, and check in a fresh interpreter that it is active and removes
     #    exactly CUDAAllocatorConfig's keys.
+    with open(os.path.join(pkg, "base_keys.json"), "w") as f:
+        json.dump(base, f)
     with open(os.path.join(site, PTH), "w") as f:
         f.write(f"import {PKG}\n")
     got = probe(

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Run the plugin-vs-native benchmark on every available torch / torch_npu pair.
+# Every benchmark figure (P1 - P9), plugin against torch_npu's own allocator, on each pair.
 #
-#   bash bench/run.sh                     # pairs 2.13 and 2.10 (PINPOOL_PAIRS overrides)
-#   bash bench/run.sh --quick             # CI smoke (~1 min per pair)
-#   PINPOOL_PAIRS=2.13 bash bench/run.sh --trials 4 --figures P1,P3
+#   bash bench/run.sh                          # required pairs (2.13, 2.10): every figure,
+#                                              # bench/results/PAIR.{json,txt,png}, README update
+#   bash bench/run.sh --quick                  # smoke test (~2 min per pair), results/scratch/
+#   bash bench/run.sh --figures P5,P9          # some figures, results/scratch/
+#   bash bench/run.sh --pairs 2.10 [ARGS...]   # other pairs (or PINPOOL_PAIRS="2.13 2.10")
 #
 # Per pair: `source ci/sim-env.sh PAIR`, install the plugin from this checkout into that env
 # (ci/lib/install-plugin.sh, as ci/test.sh does; skip with PINPOOL_BENCH_NO_INSTALL=1), then
-# `python bench/bench.py ARGS...`, which writes bench/results/bench-PAIR[-quick].{json,txt,png}.
-# Exits non-zero if any pair could not run or a figure failed.
+# `python bench/bench.py --pair PAIR ARGS...`. After a full run (no --quick / --figures / --out)
+# bench/README.md's "Latest run" section is rewritten from bench/results/*.json. Exits non-zero
+# if a pair could not run or a worker or a figure failed. Runs `nice`d.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +19,17 @@ cd "$REPO"
 # shellcheck source=ci/lib/pairs.sh
 . ci/lib/pairs.sh
 pairs=(${PINPOOL_PAIRS:-$PINPOOL_CI_PAIRS})
+args=()
+full=1
+while (($#)); do
+    case "$1" in
+        --pairs) pairs=(${2//,/ }); shift 2; continue ;;
+        --pairs=*) v="${1#--pairs=}"; pairs=(${v//,/ }); shift; continue ;;
+        --quick | --figures* | --out* | --from-json*) full=0 ;;
+    esac
+    args+=("$1")
+    shift
+done
 red=0
 summary=()
 for pair in "${pairs[@]}"; do
@@ -33,7 +47,7 @@ for pair in "${pairs[@]}"; do
             fi
             rm -f "$log"
         fi
-        python bench/bench.py --pair "$pair" "$@"
+        nice -n 5 python bench/bench.py --pair "$pair" "${args[@]}"
     )
     rc=$?
     case $rc in
@@ -43,6 +57,9 @@ for pair in "${pairs[@]}"; do
         *) summary+=("$pair: bench exit $rc ($((SECONDS - t0)) s)"); red=1 ;;
     esac
 done
+if [[ $full == 1 ]]; then
+    python3 bench/bench.py --readme && summary+=("bench/README.md: Latest run rewritten")
+fi
 printf '\n==================== bench summary ====================\n'
 printf '%s\n' "${summary[@]}"
 exit $red

@@ -9,6 +9,10 @@
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace torch_npu_pinpool {
 
@@ -182,10 +186,13 @@ void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
   graphs_.erase(graph->handle);
   graph->state = CapturedGraph::State::kDead;
   if (graph->pool != nullptr) {
+    if (!graph->announced) {
+      graph->pool->unannounced--;
+    }
     release_graph_use_locked(graph->pool, released);
     graph->pool = nullptr;
   }
-  dead_.push_back(graph);
+  unfenced_.push_back(graph);
   update_pending_locked();
 }
 
@@ -197,7 +204,33 @@ bool PinPoolHostAllocatorImpl::runtime_still_captures(CapturedGraph* graph) {
 // ---------------------------------------------------------------------------------------
 // The calls of Note [Graph handles]
 
+namespace {
+// Refused before anything is registered: torch_npu's copy kernels do not report every use of
+// an expandable pinned block to the host allocator (PYTORCH_NPU_ALLOC_CONF as torch_npu reads
+// it: spaces ignored, any case).
+void refuse_expandable_segments() {
+  const char* conf = std::getenv("PYTORCH_NPU_ALLOC_CONF");
+  if (conf == nullptr) {
+    return;
+  }
+  std::string flat;
+  for (const char* c = conf; *c != '\0'; ++c) {
+    if (*c != ' ') {
+      flat += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    }
+  }
+  TORCH_CHECK(flat.find("pin_memory_expandable_segments:true") == std::string::npos,
+              "torch_npu_pinpool: graph capture is not supported with "
+              "PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True: torch_npu's copy "
+              "kernels do not report every use of expandable pinned blocks to the host "
+              "allocator, so a captured block could not be kept alive for its graph. Remove "
+              "pin_memory_expandable_segments from PYTORCH_NPU_ALLOC_CONF to capture graphs "
+              "(eager pinned memory works either way).");
+}
+}  // namespace
+
 uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
+  refuse_expandable_segments();
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = new_graph_locked(/*announced=*/true);
 #if PINPOOL_HAS_ATEN_HOST_POOLS
@@ -237,6 +270,9 @@ void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, Capture
       delete graph;
     }
     throw;
+  }
+  if (!graph->announced) {
+    graph->pool->unannounced++;  // release_pool ends it
   }
   start_capture_locked(graph, std::move(filter));
 }
@@ -339,10 +375,37 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
 // on each such stream, recorded with that stream's device current (NPUEvent::record) and
 // queried the same way (event_done). A fence is never recorded on a stream that is capturing:
 // it would be captured, not run; the graph's blocks then wait until that capture is over.
+//
+// One event covers every replay enqueued on its stream before it, so a fence is shared: one
+// process_pending pass records one event per stream for every graph that died since the last
+// fence (process_pending_pass), and while a fence is still in flight a pass that does not wait
+// records none, so graphs dying one after another (a reset loop) share the next one. A graph's
+// blocks may come back a fence later; never earlier.
+//
+// The fast path: the replay hook runs on every replay (every step of a decode loop), and
+// noting a stream already noted costs a thread-local compare, without mutex_ or the registry:
+// each thread remembers the last (graph, stream) it noted per slot. A graph's replay_streams
+// only grows while it lives and handles are never reused, so a remembered pair stays true.
+namespace {
+struct NotedReplay {
+  uint64_t handle{0};
+  c10::DeviceIndex device{-1};
+  c10::StreamId stream{0};
+};
+thread_local std::array<NotedReplay, 8> t_noted{};
+}  // namespace
+
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
+  NotedReplay& noted = t_noted[handle % t_noted.size()];
+  if (noted.handle == handle &&
+      c10_npu::getCurrentNPUStream(noted.device).id() == noted.stream) {
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);  // getCurrentNPUStream takes no lock of ours
   if (CapturedGraph* graph = graph_locked(handle)) {
-    graph->replay_streams.insert(c10_npu::getCurrentNPUStream(graph->device));
+    const Stream stream = c10_npu::getCurrentNPUStream(graph->device);
+    graph->replay_streams.insert(stream);
+    noted = {handle, graph->device, stream.id()};
   }
 }
 
@@ -359,25 +422,37 @@ void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
   process_pending();  // fence its replays now: the blocks come back as soon as they are done
 }
 
+// torch_npu >= 2.11 calls it from every NPUGraph::reset: with announced graphs only (the
+// hooks report their deaths), it finds the id's pools (one lookup per device that has a pool)
+// have none of their own and returns, without walking the registry.
 void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
   {
     std::vector<c10::DataPtr> released;  // dies after the lock
     std::lock_guard<std::mutex> lock(mutex_);
+    // The id's pools that have graphs of their own, one per device (Note [Pools per device]).
+    std::vector<GraphPool*> owners;
+    for (c10::DeviceIndex device = 0; device <= max_pool_device_; ++device) {
+      auto it = pools_.find(PoolKey{device, pool_id});
+      if (it != pools_.end() && it->second->unannounced > 0) {
+        owners.push_back(it->second);
+      }
+    }
+    if (owners.empty()) {
+      return;
+    }
     std::vector<CapturedGraph*> alive;  // unannounced graphs of the id, on every device
     for (auto& [handle, graph] : graphs_) {
       if (!graph->announced && graph->state == CapturedGraph::State::kAlive &&
-          graph->pool != nullptr && graph->pool->id == pool_id) {
+          std::find(owners.begin(), owners.end(), graph->pool) != owners.end()) {
         alive.push_back(graph);
       }
     }
-    const bool one_device =
-        std::all_of(alive.begin(), alive.end(), [&](const CapturedGraph* graph) {
-          return graph->pool->device == alive.front()->pool->device;
-        });
     if (alive.empty()) {
-      // announced graphs report their death by handle
-    } else if (one_device) {
-      kill_graph_locked(alive.front(), released);
+      // only captures underway: release_pool ends no capture
+    } else if (std::all_of(alive.begin(), alive.end(), [&](const CapturedGraph* graph) {
+                 return graph->pool == alive.front()->pool;
+               })) {
+      kill_graph_locked(alive.front(), released);  // one device: any of them, as ever
     } else if (static_cast<size_t>(++unnamed_releases_[pool_id]) >= alive.size()) {
       // Note [Pools per device]: which one died is unknown until all have.
       unnamed_releases_.erase(pool_id);
@@ -417,9 +492,7 @@ bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
 
 // A captured operation on `graph`'s stream reads or writes `block`.
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
-  auto& users = block->users_;
-  if (std::find(users.begin(), users.end(), &graph) == users.end()) {
-    users.push_back(&graph);
+  if (block->users_.insert(&graph).second) {
     graph.blocks.push_back(block);
     if (block->pool_ == nullptr) {
       block->captured_.store(true);

@@ -14,6 +14,54 @@
 namespace torch_npu_pinpool {
 namespace {
 size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
+
+// The fenced graphs whose fences completed (wait: waiting for each, bounded). In fence order; a
+// pass that does not wait stops at the first fence still in flight (Note [Replay fences]).
+ska::flat_hash_set<CapturedGraph*> completed(const std::vector<CapturedGraph*>& fenced,
+                                             bool wait) {
+  ska::flat_hash_set<CapturedGraph*> done;
+  for (CapturedGraph* graph : fenced) {
+    bool complete = true;
+    for (auto& fence : graph->fence) {
+      complete = complete && (wait ? wait_events(fence->events) : events_done(fence->events));
+    }
+    if (complete) {
+      done.insert(graph);
+    } else if (!wait) {
+      break;
+    }
+  }
+  return done;
+}
+
+// Records the fences of `to_fence` (dead graphs: their replay_streams no longer change): one
+// event per stream, shared by every graph replayed there. A graph replayed on a stream that is
+// capturing now goes to still_unfenced (Note [Replay fences]). Returns the graphs fenced.
+std::vector<CapturedGraph*> record_fences(const std::vector<CapturedGraph*>& to_fence,
+                                          std::vector<CapturedGraph*>& still_unfenced) {
+  std::vector<CapturedGraph*> fenced;
+  ska::flat_hash_map<Stream, std::shared_ptr<ReplayFence>> by_stream;
+  const bool up = runtime_up();
+  for (CapturedGraph* graph : to_fence) {
+    const auto& streams = graph->replay_streams;
+    if (std::any_of(streams.begin(), streams.end(), in_capture)) {
+      still_unfenced.push_back(graph);  // try again once that capture is over
+      continue;
+    }
+    for (const Stream& stream : streams) {
+      std::shared_ptr<ReplayFence>& fence = by_stream[stream];
+      if (fence == nullptr) {
+        fence = std::make_shared<ReplayFence>();
+        if (up) {  // exiting: the runtime is gone, nothing is in flight any more
+          fence->events.push_back(record_on(stream));
+        }
+      }
+      graph->fence.push_back(fence);
+    }
+    fenced.push_back(graph);
+  }
+  return fenced;
+}
 }  // namespace
 
 // Note [Graph ownership of blocks]
@@ -58,6 +106,7 @@ GraphPool* PinPoolHostAllocatorImpl::pool_for_capture_locked(c10::DeviceIndex de
     pool = new GraphPool();
     pool->id = id;
     pool->device = device;
+    max_pool_device_ = std::max(max_pool_device_, device);  // release_pool looks up to it
     all_pools_.push_back(pool);
     if (id != MempoolId{0, 0}) {
       pools_.emplace(PoolKey{device, id}, pool);
@@ -231,16 +280,14 @@ void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
                                                    std::vector<c10::DataPtr>& released,
                                                    std::vector<PinBlock*>& base_frees) {
   for (PinBlock* block : graph->blocks) {
-    auto& users = block->users_;
-    users.erase(std::remove(users.begin(), users.end(), graph), users.end());
+    block->users_.erase(graph);
     settle_locked(block, released, base_frees);
   }
-  dead_.erase(std::remove(dead_.begin(), dead_.end(), graph), dead_.end());
   delete graph;
 }
 
 void PinPoolHostAllocatorImpl::update_pending_locked() {
-  pending_.store(static_cast<int>(dead_.size() + pending_blocks_.size()),
+  pending_.store(static_cast<int>(unfenced_.size() + fenced_.size() + pending_blocks_.size()),
                  std::memory_order_relaxed);
 }
 
@@ -294,9 +341,9 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     }
   }
 
-  // Dead graphs: fence their replay streams, then wait for the fence.
-  std::vector<std::pair<CapturedGraph*, ska::flat_hash_set<Stream>>> to_fence;
-  std::vector<CapturedGraph*> fenced;
+  // Dead graphs (Note [Replay fences]): a fence for those that died since the last one, one
+  // event per stream, unless an earlier fence is in flight and this pass does not wait.
+  std::vector<CapturedGraph*> to_fence;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (PinBlock* block : ready) {
@@ -306,37 +353,29 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     for (auto& item : not_ready) {
       pending_blocks_.push_back(std::move(item));
     }
-    for (CapturedGraph* graph : dead_) {
-      if (!graph->fence_recorded) {
-        to_fence.emplace_back(graph, graph->replay_streams);
-      } else {
-        fenced.push_back(graph);
-      }
+    if (wait || fenced_.empty()) {
+      to_fence.swap(unfenced_);
     }
   }
-  // Only this thread (process_mutex_) touches fences, so they are used unlocked here.
-  for (auto& [graph, streams] : to_fence) {
-    if (std::any_of(streams.begin(), streams.end(), in_capture)) {
-      continue;  // Note [Replay fences]: try again once that capture is over
-    }
-    if (runtime_up()) {
-      for (const Stream& stream : streams) {
-        graph->fence.push_back(record_on(stream));
-      }
-    }
-    graph->fence_recorded = true;
-    fenced.push_back(graph);
+  // Only this thread (process_mutex_) touches fences and changes fenced_, so both are used
+  // unlocked here.
+  std::vector<CapturedGraph*> still_unfenced;
+  std::vector<CapturedGraph*> newly_fenced = record_fences(to_fence, still_unfenced);
+  if (!to_fence.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unfenced_.insert(unfenced_.end(), still_unfenced.begin(), still_unfenced.end());
+    fenced_.insert(fenced_.end(), newly_fenced.begin(), newly_fenced.end());
   }
-  std::vector<CapturedGraph*> done;
-  for (CapturedGraph* graph : fenced) {
-    if (wait ? wait_events(graph->fence) : events_done(graph->fence)) {
-      done.push_back(graph);
-    }
-  }
+  const ska::flat_hash_set<CapturedGraph*> done = completed(fenced_, wait);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (CapturedGraph* graph : done) {
-      finish_graph_locked(graph, released, base_frees);
+    if (!done.empty()) {
+      fenced_.erase(std::remove_if(fenced_.begin(), fenced_.end(),
+                                   [&](CapturedGraph* g) { return done.count(g) != 0; }),
+                    fenced_.end());
+      for (CapturedGraph* graph : done) {
+        finish_graph_locked(graph, released, base_frees);
+      }
     }
     update_pending_locked();
   }

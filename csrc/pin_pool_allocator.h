@@ -88,7 +88,9 @@ struct PinBlock : at::HostBlock<Stream> {
   // through the slow path. See Note [Graph ownership of blocks].
   std::atomic<bool> captured_{false};
   // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
-  std::vector<CapturedGraph*> users_;  // graphs whose captured work uses this block
+  // Graphs whose captured work uses this block. A set: one persistent buffer may be read by
+  // thousands of graphs of one pool, and each capture and each finished graph touches it once.
+  ska::flat_hash_set<CapturedGraph*> users_;
   bool free_deferred_{false};          // default-pool block freed while users_ was not empty
   bool events_pending_{false};         // freed, waiting for its eager-use fence
   // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
@@ -105,11 +107,17 @@ struct GraphPool {
   c10::DeviceIndex device{-1};  // the device its graphs capture on; immutable
   int graphs{0};       // graphs of this pool that are capturing or alive
   int capturing{0};    // of which capturing
+  int unannounced{0};  // of which made without the Python hooks (release_pool ends them)
   bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
   std::vector<std::vector<PinBlock*>> free_blocks{64};  // reusable, by size index
   ska::flat_hash_set<PinBlock*> blocks;                 // every block it owns
   size_t bytes_held{0};
   size_t bytes_in_use{0};
+};
+
+// One event on one replay stream, shared by every dead graph it fences (Note [Replay fences]).
+struct ReplayFence {
+  std::vector<Event> events;  // the event; empty once it completed (events_done pops it)
 };
 
 // One captured graph, from capture begin until its blocks are given back.
@@ -126,8 +134,7 @@ struct CapturedGraph {
   std::optional<Stream> capture_stream;  // known once capture began
   std::vector<PinBlock*> blocks;           // blocks whose captured work it uses
   ska::flat_hash_set<Stream> replay_streams;  // where it was replayed
-  std::vector<Event> fence;      // dead: one event per replay stream
-  bool fence_recorded{false};
+  std::vector<std::shared_ptr<ReplayFence>> fence;  // dead: one per replay stream
   // The arguments of its captured host functions (Note [Strided pinned copies in capture]):
   // every replay uses them, so they go with the graph, once its fence completed.
   std::vector<std::shared_ptr<void>> replay_state;
@@ -261,8 +268,13 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   uint64_t next_handle_{0};
   ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive
   std::vector<CapturedGraph*> capturing_;                // state kCapturing
-  std::vector<CapturedGraph*> dead_;  // dead, waiting for their fence
+  // Dead graphs: waiting for a fence to be recorded, and fenced (in fence order), waiting for
+  // it to complete (Note [Replay fences]). fenced_ changes only in process_pending_pass (under
+  // process_mutex_ and mutex_), which also reads it without mutex_.
+  std::vector<CapturedGraph*> unfenced_;
+  std::vector<CapturedGraph*> fenced_;
   ska::flat_hash_map<PoolKey, GraphPool*, PoolKeyHash> pools_;  // live pools by device and id
+  c10::DeviceIndex max_pool_device_{-1};  // the highest device any pool was made for
   // release_pool calls not yet matched to a graph, per pool id (Note [Pools per device]).
   std::map<MempoolId, int> unnamed_releases_;
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)

@@ -2,8 +2,9 @@
 with live graphs does not grow, a tensor that outlives its graph is not recycled under the next
 graph that reads it, a replay queued on another device keeps its block, so does a replay queued
 when its graph is garbage-collected (no reset: only the finalizer sees it), an eager copy from a
-graph's block keeps it past the graph's end, and a block pinned before the capture that a graph
-read goes back once the graph has ended.
+graph's block keeps it past the graph's end, a block pinned before the capture that a graph
+read goes back once the graph has ended, and a burst of resets with every replay still queued
+gives nothing back early.
 
 Each scenario runs with the plugin on and off; with it off the native defect is asserted where
 native has one. Variants with a task delay need the simulator (it keeps work queued).
@@ -124,6 +125,25 @@ def test_graph_collected_with_its_replay_queued(scenario, plugin, delay, drop):
             f"whether the churn thread writes it before the replay runs is timing (this run "
             f"read {o['a']})"
         )
+
+
+@ON_OFF
+@DELAYS
+def test_reset_burst_with_replays_queued(scenario, plugin, delay):
+    """Sixteen graphs of one pool, each reading one shared pinned buffer and its own staging
+    block, replayed behind queued work and reset one after another while the replays are still
+    queued, the shared buffer dropped too, another thread pinning junk and emptying the cache:
+    every replay delivers its bytes (graphs dying while an earlier fence is in flight share the
+    next one, Note [Replay fences]) and one host_empty_cache() afterwards gives every byte back.
+    Native >= 2.11 keeps the capture-time blocks; native <= 2.10 recycles them (timing)."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay))
+    o = scenario("reset_burst_queued_replays", env=env).result
+    if plugin:
+        assert o["shared"] == [5.0] and o["own"] == [], o
+        assert o["held_after"] == o["baseline"], o
+        assert o.get("violations", 0) == 0, o
+    elif native_pools():
+        assert o["held_after"] > o["baseline"], "native >= 2.11 gave the capture-time blocks back"
 
 
 @ON_OFF

@@ -1,0 +1,58 @@
+"""Many graphs of one pool reset one after another while their replays are still queued (a
+serving engine dropping its batch-size graphs), another thread pinning junk and calling
+host_empty_cache() meanwhile (scenario.Churn). Every graph reads one shared pinned buffer pinned
+before the captures (``shared``, 5) and stages its own pinned temporary, pinned and freed in its
+capture (``own``, 10 + i), into its own device slot; the caller drops the shared buffer with the
+graphs. The graphs that die while an earlier graph's replay fence is still in flight share the
+next fence (Note [Replay fences]): none of their blocks may come back before their replays ran.
+
+Reports what the replays delivered (``shared``: the values in the shared slot; ``own``: the
+graphs whose own slot is wrong), and the pinned bytes held after one host_empty_cache() against
+the baseline. Inputs: PINPOOL_GRAPHS (default 16), PINPOOL_DELAY_US (simulator task delay,
+applied only where the simulator runs: keeps the replays queued).
+"""
+
+import simctl
+import torch
+from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
+
+K = env_int("PINPOOL_GRAPHS", 16)
+if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
+    simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
+
+side_stream()
+baseline = held_bytes()
+pool = torch.npu.graph_pool_handle()
+shared = pinned(5.0)
+dev_shared = torch.zeros(N, device="npu")
+dev_own = [torch.zeros(N, device="npu") for _ in range(K)]
+graphs = []
+for i in range(K):
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g, pool=pool):
+        dev_shared.copy_(shared, non_blocking=True)
+        t = pinned(10.0 + i)
+        dev_own[i].copy_(t, non_blocking=True)
+        del t
+    graphs.append(g)
+torch.npu.synchronize()
+dev_shared.fill_(0.0)
+for d in dev_own:
+    d.fill_(0.0)
+for _ in range(20):  # work queued ahead of the replays on the same stream
+    dev_shared.add_(0.0)
+with Churn():
+    for g in graphs:
+        g.replay()
+    for g in graphs:  # a burst of deaths with every replay still queued
+        g.reset()
+    del g, shared
+    graphs.clear()
+    torch.npu.synchronize()
+result = {"shared": values(dev_shared),
+          "own": [i for i, d in enumerate(dev_own) if values(d) != [10.0 + i]]}
+torch.npu.host_empty_cache()
+result.update(baseline=baseline, held_after=held_bytes())
+if simctl.available():
+    result["violations"] = simctl.violations()  # replay over memory given back
+report(result)

@@ -66,6 +66,8 @@ namespace torch_npu_pinpool {
 //     span devices, which one died is unknown, so none dies until as many release_pool calls
 //     as there are such graphs have come, and then all do: their blocks are held longer,
 //     never given back under a graph that may still replay.
+//     With no unannounced graph in any of the id's pools (one lookup per device up to the
+//     highest that has a pool) it returns at once, as every reset of an announced graph does.
 // Backport (<= 2.10): graph_begin runs on the capture_begin caller's thread, whose current
 // device torch_npu makes the capture device; graph_end binds a pool=None pool on that device.
 

@@ -135,6 +135,7 @@ def _extensions(info: dict):
             "csrc/pageable_copy_guard.cpp",
             "csrc/pin_pool_allocator.cpp",
             "csrc/sanitizer_selftest.cpp",
+            "csrc/strided_pinned_copy.cpp",
         ],
         include_dirs=include_dirs,
         library_dirs=[lib_dir],

@@ -6,6 +6,7 @@
 #include "pin_pool_allocator.h"
 
 #include <c10/util/Exception.h>
+#include <torch_npu/csrc/core/npu/NPUFunctions.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <algorithm>
@@ -44,8 +45,37 @@ namespace torch_npu_pinpool {
 //
 // A handle that names a dead graph is ignored, so a late finalizer or a reset after garbage
 // collection is harmless.
+//
+// Note [Pools per device]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu's device allocator keeps its graph pools per device (releasePool(capture_dev_, id)
+// and the rest name the device), so one pool id - a graph_pool_handle() shared by the graphs of
+// every device, say - names one independent pool on each device, and captures on two devices
+// into it may run at once. The host pools are keyed the same way, (device, id): each device's
+// graphs own their blocks, and only two captures into one id on the *same* device are refused.
+// ATen's interface names no device, so the registry takes the device each call means from the
+// current device, where torch_npu's NPUGraph (2.11 - 2.13) makes it the capture device:
+//   * graph_begin / begin_allocate_to_pool: capture_begin reads capture_dev_ as the current
+//     device and calls begin_allocate_to_pool on the same thread without changing it.
+//   * end_allocate_to_pool: capture_end first checks that the current stream is the capture
+//     stream, a stream of the capture device; the conditional-node calls run on the capture
+//     device's streams too. So the capture ended is the one into (current device, id).
+//   * release_pool: reset() (and the C++ destructor, on any thread) calls it with whatever
+//     device is current (measured: a reset with another device current names that device), so
+//     it names no device. Announced graphs ignore it (their hooks report their death by
+//     handle). Of unannounced graphs of the id on one device, one dies, as ever; when they
+//     span devices, which one died is unknown, so none dies until as many release_pool calls
+//     as there are such graphs have come, and then all do: their blocks are held longer,
+//     never given back under a graph that may still replay.
+//     With no unannounced graph in any of the id's pools (one lookup per device up to the
+//     highest that has a pool) it returns at once, as every reset of an announced graph does.
+// Backport (<= 2.10): graph_begin runs on the capture_begin caller's thread, whose current
+// device torch_npu makes the capture device; graph_end binds a pool=None pool on that device.
 
 namespace {
+// The device a pool hook means (Note [Pools per device]).
+c10::DeviceIndex hook_device() { return c10_npu::current_device(); }
+
 // The graph graph_begin announced on this thread for the next begin_allocate_to_pool.
 thread_local CapturedGraph* t_announced = nullptr;
 
@@ -96,7 +126,7 @@ CapturedGraph* PinPoolHostAllocatorImpl::new_graph_locked(bool announced) {
   auto* graph = new CapturedGraph();
   graph->handle = ++next_handle_;
   graph->announced = announced;
-  graph->device = c10_npu::getCurrentNPUStream().device_index();
+  graph->device = hook_device();
   graphs_.emplace(graph->handle, graph);
   return graph;
 }
@@ -126,10 +156,12 @@ void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, Captu
 // on: its runtime capture is still active. So a begin_allocate_to_pool that finds a graph of
 // the same pool whose own capture stream still captures its model resumes that graph with the
 // new filter: a block used in a branch belongs to the graph whose replays run the branch.
-CapturedGraph* PinPoolHostAllocatorImpl::graph_mid_capture_locked(MempoolId pool_id) {
+CapturedGraph* PinPoolHostAllocatorImpl::graph_mid_capture_locked(c10::DeviceIndex device,
+                                                                   MempoolId pool_id) {
   for (auto& [handle, graph] : graphs_) {
     if (graph->state == CapturedGraph::State::kAlive && graph->pool != nullptr &&
-        graph->pool->id == pool_id && runtime_still_captures(graph)) {
+        graph->pool->id == pool_id && graph->pool->device == device &&
+        runtime_still_captures(graph)) {
       return graph;
     }
   }
@@ -214,7 +246,7 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
   t_announced = graph;  // begin_allocate_to_pool attaches the pool and the filter
 #else
   try {
-    graph->pool = pool_for_capture_locked(pool_id);
+    graph->pool = pool_for_capture_locked(graph->device, pool_id);
   } catch (...) {
     graphs_.erase(graph->handle);
     delete graph;
@@ -226,11 +258,12 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
 }
 
 void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) {
+  const c10::DeviceIndex device = hook_device();
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = t_announced;
   t_announced = nullptr;
   if (graph == nullptr) {
-    if (CapturedGraph* parent = graph_mid_capture_locked(pool_id)) {
+    if (CapturedGraph* parent = graph_mid_capture_locked(device, pool_id)) {
       resume_capture_locked(parent, std::move(filter));  // Note [Conditional nodes]
       return;
     }
@@ -239,7 +272,7 @@ void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, Capture
     graph = new_graph_locked(/*announced=*/false);
   }
   try {
-    graph->pool = pool_for_capture_locked(pool_id);
+    graph->pool = pool_for_capture_locked(device, pool_id);
   } catch (...) {
     if (!graph->announced) {  // nobody else holds it; an announced one is its hook's
       graphs_.erase(graph->handle);
@@ -285,9 +318,10 @@ bool PinPoolHostAllocatorImpl::graph_begin_failed(uint64_t handle) {
 }
 
 void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
+  const c10::DeviceIndex device = hook_device();  // Note [Pools per device]
   std::lock_guard<std::mutex> lock(mutex_);
   for (CapturedGraph* graph : capturing_) {
-    if (graph->pool->id == pool_id) {
+    if (graph->pool->id == pool_id && graph->pool->device == device) {
       stop_capture_locked(graph);
       return;
     }
@@ -307,10 +341,12 @@ void PinPoolHostAllocatorImpl::graph_end(uint64_t handle, MempoolId pool_id) {
   GraphPool* pool = graph->pool;
   if (pool->id == MempoolId{0, 0}) {
     // <= 2.10: NPUGraph::pool() only answers after capture_end; bind the pool to it now.
-    TORCH_CHECK(pools_.find(pool_id) == pools_.end(), "torch_npu_pinpool: memory pool (",
-                pool_id.first, ", ", pool_id.second, ") is already bound.");
+    const PoolKey key{pool->device, pool_id};
+    TORCH_CHECK(pools_.find(key) == pools_.end(), "torch_npu_pinpool: memory pool (",
+                pool_id.first, ", ", pool_id.second, ") on device ",
+                static_cast<int>(pool->device), " is already bound.");
     pool->id = pool_id;
-    pools_.emplace(pool_id, pool);
+    pools_.emplace(key, pool);
   }
 }
 
@@ -403,25 +439,71 @@ void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
 }
 
 // torch_npu >= 2.11 calls it from every NPUGraph::reset: with announced graphs only (the
-// hooks report their deaths), it finds the pool has none of its own and returns, without
-// walking the registry.
+// hooks report their deaths), it finds the id's pools (one lookup per device that has a pool)
+// have none of their own and returns, without walking the registry.
 void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
   {
     std::vector<c10::DataPtr> released;  // dies after the lock
     std::lock_guard<std::mutex> lock(mutex_);
-    auto pool = pools_.find(pool_id);
-    if (pool == pools_.end() || pool->second->unannounced == 0) {
+    // The id's pools that have graphs of their own, one per device (Note [Pools per device]).
+    std::vector<GraphPool*> owners;
+    for (c10::DeviceIndex device = 0; device <= max_pool_device_; ++device) {
+      auto it = pools_.find(PoolKey{device, pool_id});
+      if (it != pools_.end() && it->second->unannounced > 0) {
+        owners.push_back(it->second);
+      }
+    }
+    if (owners.empty()) {
       return;
     }
+    std::vector<CapturedGraph*> alive;  // unannounced graphs of the id, on every device
     for (auto& [handle, graph] : graphs_) {
       if (!graph->announced && graph->state == CapturedGraph::State::kAlive &&
-          graph->pool == pool->second) {
+          std::find(owners.begin(), owners.end(), graph->pool) != owners.end()) {
+        alive.push_back(graph);
+      }
+    }
+    if (alive.empty()) {
+      // only captures underway: release_pool ends no capture
+    } else if (std::all_of(alive.begin(), alive.end(), [&](const CapturedGraph* graph) {
+                 return graph->pool == alive.front()->pool;
+               })) {
+      kill_graph_locked(alive.front(), released);  // one device: any of them, as ever
+    } else if (static_cast<size_t>(++unnamed_releases_[pool_id]) >= alive.size()) {
+      // Note [Pools per device]: which one died is unknown until all have.
+      unnamed_releases_.erase(pool_id);
+      for (CapturedGraph* graph : alive) {
         kill_graph_locked(graph, released);
-        break;
       }
     }
   }
   process_pending();
+}
+
+bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
+                                                const std::vector<std::pair<void*, void*>>& blocks,
+                                                std::shared_ptr<void> state) {
+  std::vector<PinBlock*> found;
+  for (const auto& [ptr, ctx] : blocks) {
+    found.push_back(find_block(ptr, ctx));  // backing_mutex_, never under mutex_
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = capturing_graph_locked(stream);
+  if (graph == nullptr) {
+    return false;
+  }
+  for (PinBlock* block : found) {
+    if (block != nullptr) {
+      record_captured_use(block, *graph);
+    } else {
+      TORCH_WARN_ONCE(
+          "torch_npu_pinpool: a pinned tensor allocated before torch_npu_pinpool was "
+          "activated is used inside a graph capture; it is not protected from reuse. "
+          "Import torch_npu_pinpool before pinning memory.");
+    }
+  }
+  graph->replay_state.push_back(std::move(state));
+  return true;
 }
 
 // A captured operation on `graph`'s stream reads or writes `block`.

@@ -94,23 +94,28 @@ std::vector<CapturedGraph*> record_fences(const std::vector<CapturedGraph*>& to_
 // ---------------------------------------------------------------------------------------
 // Allocation and free
 
-GraphPool* PinPoolHostAllocatorImpl::pool_for_capture_locked(MempoolId id) {
+// The pool `id` names on `device` (Note [Pools per device]): captures on other devices into the
+// same id have pools of their own, as the device allocator's pools are per device.
+GraphPool* PinPoolHostAllocatorImpl::pool_for_capture_locked(c10::DeviceIndex device,
+                                                             MempoolId id) {
   GraphPool* pool = nullptr;
   if (id != MempoolId{0, 0}) {  // {0, 0}: <= 2.10 capture with pool=None, bound at its end
-    auto it = pools_.find(id);
+    auto it = pools_.find(PoolKey{device, id});
     pool = it == pools_.end() ? nullptr : it->second;
   }
   if (pool == nullptr) {
     pool = new GraphPool();
     pool->id = id;
+    pool->device = device;
+    max_pool_device_ = std::max(max_pool_device_, device);  // release_pool looks up to it
     all_pools_.push_back(pool);
     if (id != MempoolId{0, 0}) {
-      pools_.emplace(id, pool);
+      pools_.emplace(PoolKey{device, id}, pool);
     }
   }
   TORCH_CHECK(pool->capturing == 0, "torch_npu_pinpool: a graph capture into memory pool (",
-              id.first, ", ", id.second,
-              ") is already underway. Captures that share a pool must run one after another: "
+              id.first, ", ", id.second, ") on device ", static_cast<int>(device),
+              " is already underway. Captures that share a pool must run one after another: "
               "end the other capture first, or capture into a different pool.");
   return pool;
 }
@@ -280,7 +285,7 @@ void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
   if (audit_ != nullptr) {
     audit_->note_pool_released(pool->id, pool);  // Note [Released pools]
   }
-  auto it = pools_.find(pool->id);
+  auto it = pools_.find(PoolKey{pool->device, pool->id});
   if (it != pools_.end() && it->second == pool) {
     pools_.erase(it);
   }
@@ -436,7 +441,7 @@ std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {
         }
       }
     }
-    out.push_back({pool->id, pool->graphs - pool->capturing, pool->capturing > 0,
+    out.push_back({pool->id, pool->device, pool->graphs - pool->capturing, pool->capturing > 0,
                    pool->released, pool->blocks.size(), pool->bytes_held, pool->bytes_in_use,
                    adopted.size()});
   }

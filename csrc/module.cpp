@@ -25,6 +25,7 @@ py::list pool_stats() {
   for (const auto& info : impl().pool_info()) {
     py::dict d;
     d["id"] = py::make_tuple(info.id.first, info.id.second);
+    d["device"] = static_cast<int>(info.device);
     d["graphs"] = info.graphs;
     d["capturing"] = info.capturing;
     d["retiring"] = info.retiring;

@@ -79,6 +79,21 @@ CaptureInfo capture_info(const Stream& stream) {
   return {static_cast<CaptureStatus>(status), model};
 }
 
+int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg) {
+  using LaunchFn = int (*)(void*, void (*)(void*), void*);
+  static LaunchFn launch = []() -> LaunchFn {
+    void* lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);  // as in capture_info
+    void* sym = dlsym(lib != nullptr ? lib : RTLD_DEFAULT, "aclrtLaunchHostFunc");
+    return reinterpret_cast<LaunchFn>(sym);
+  }();
+  if (launch == nullptr) {
+    return -1;
+  }
+  // stream(): the raw aclrtStream once torch_npu's task queue has issued what it holds, so the
+  // host function lands behind the work already enqueued and before whatever comes next.
+  return launch(stream.stream(), fn, arg);
+}
+
 bool in_capture(const Stream& stream) {
   const CaptureStatus status = capture_info(stream).status;
   return status == CaptureStatus::kActive || status == CaptureStatus::kInvalidated;

@@ -46,6 +46,13 @@ struct EventRecycler {
 };
 using Event = std::unique_ptr<c10_npu::NPUEvent, EventRecycler>;
 
+// Enqueues fn(arg) on `stream` (aclrtLaunchHostFunc) behind the work torch_npu has queued for
+// it (NPUStream::stream() drains torch_npu's task queue first). The host function runs once
+// the stream's earlier tasks completed, and later tasks wait for it to return; on a capturing
+// stream it is captured, and every replay runs it then. Returns the runtime's error code
+// (0: success; -1: the runtime has no aclrtLaunchHostFunc).
+int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg);
+
 // Whether the runtime is still up (false while the process exits: nothing is in flight).
 bool runtime_up();
 

@@ -23,6 +23,10 @@
 // On a refusal nothing was enqueued: the capture stays as it was (the caller's capture_end /
 // leaving torch.npu.graph ends it, the graph can be reset) and the allocator's registration
 // ends with it as usual.
+//
+// A pinned host side that torch_npu would copy through a pageable temporary of its own (a
+// non-contiguous view) takes the same slow path: strided_pinned_copy.cpp stages it (Note
+// [Strided pinned copies in capture]).
 #include "pageable_copy_guard.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -35,6 +39,7 @@
 
 #include "audit.h"
 #include "pin_pool_allocator.h"
+#include "strided_pinned_copy.h"
 
 namespace torch_npu_pinpool {
 
@@ -66,19 +71,43 @@ struct QuietHandler final : c10::WarningHandler {
   void process(const c10::Warning& /*warning*/) override {}
 };
 
-void refuse_if_pageable(const at::Tensor& self, const at::Tensor& src) {
+// is_pinned() of a tensor with the negative or conjugate bit goes through ATen's fallback for
+// those bits, which answers for a resolved copy (pageable): ask about the memory itself.
+bool memory_is_pinned(const at::Tensor& host) {
+  if (!host.is_neg() && !host.is_conj()) {
+    return host.is_pinned();
+  }
+  at::Tensor plain = host.alias();
+  plain._set_neg(false);
+  plain._set_conj(false);
+  return plain.is_pinned();
+}
+
+// The slow path, while a capture is registered: true when the copy was done here (staged),
+// false when torch_npu's kernel is to run it; throws for a copy that cannot be captured.
+bool copy_during_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self,
+                         const at::Tensor& src, bool non_blocking) {
   const bool to_device = src.is_cpu() && !self.is_cpu();
   const bool to_host = self.is_cpu() && !src.is_cpu();
   if (!to_device && !to_host) {
-    return;
+    return false;
   }
   const at::Tensor& host = to_device ? src : self;
-  if (host.numel() == 0 || host.is_pinned()) {
-    return;
+  if (host.numel() == 0) {
+    return false;
   }
-  const Stream stream = c10_npu::getCurrentNPUStream();
+  const bool pinned = memory_is_pinned(host);
+  if (pinned && !(non_blocking && host_side_needs_staging(self, src))) {
+    return false;  // what torch_npu captures as it is
+  }
+  // torch_npu copies on the current stream of the NPU side's device.
+  const Stream stream = c10_npu::getCurrentNPUStream((to_device ? self : src).device().index());
   if (!in_capture(stream)) {  // Note [Is this stream capturing]
-    return;  // this stream is not the one capturing: an ordinary copy
+    return false;  // this stream is not the one capturing: an ordinary copy
+  }
+  if (pinned) {
+    staged_copy_in_capture(impl, self, src, stream);
+    return true;
   }
   if (Audit* audit = Audit::get()) {
     audit->note_pageable_copy(host.nbytes());  // pageable_copy_in_capture
@@ -111,7 +140,9 @@ at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::
                           bool non_blocking) {
   auto* allocator = active_allocator();
   if (C10_UNLIKELY(allocator != nullptr && allocator->impl().capture_underway())) {
-    refuse_if_pageable(self, src);
+    if (copy_during_capture(allocator->impl(), self, src, non_blocking)) {
+      return self;  // staged: Note [Strided pinned copies in capture]
+    }
   }
   return native_copy_(keys, self, src, non_blocking);
 }

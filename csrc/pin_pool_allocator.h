@@ -45,6 +45,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,10 +59,21 @@ using CaptureFilter = std::function<bool(c10::Stream)>;
 struct GraphPool;
 struct CapturedGraph;
 
+// A graph pool is one pool id on one device (Note [Pools per device]).
+struct PoolKey {
+  c10::DeviceIndex device;
+  MempoolId id;
+  bool operator==(const PoolKey& other) const {
+    return device == other.device && id == other.id;
+  }
+};
+
 // c10::MempoolIdHash only exists from torch 2.10.
-struct PoolIdHash {
-  size_t operator()(const MempoolId& id) const {
-    return std::hash<uint64_t>()(id.first) * 31 + std::hash<uint64_t>()(id.second);
+struct PoolKeyHash {
+  size_t operator()(const PoolKey& key) const {
+    return (std::hash<uint64_t>()(key.id.first) * 31 + std::hash<uint64_t>()(key.id.second)) *
+               31 +
+           std::hash<int>()(key.device);
   }
 };
 
@@ -88,10 +100,11 @@ struct PinBlock : at::HostBlock<Stream> {
 // The fence of a freed block's eager uses: takes its streams_ (Note [Eager-use fences]).
 UseFence take_use_fence(PinBlock* block);
 
-// One graph memory pool on the host side; identified like the graph's device pool.
-// See Note [Pool lifetime].
+// One graph memory pool on the host side; identified like the graph's device pool: a pool id
+// on one device. See Note [Pool lifetime] and Note [Pools per device].
 struct GraphPool {
   MempoolId id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
+  c10::DeviceIndex device{-1};  // the device its graphs capture on; immutable
   int graphs{0};       // graphs of this pool that are capturing or alive
   int capturing{0};    // of which capturing
   int unannounced{0};  // of which made without the Python hooks (release_pool ends them)
@@ -122,10 +135,14 @@ struct CapturedGraph {
   std::vector<PinBlock*> blocks;           // blocks whose captured work it uses
   ska::flat_hash_set<Stream> replay_streams;  // where it was replayed
   std::vector<std::shared_ptr<ReplayFence>> fence;  // dead: one per replay stream
+  // The arguments of its captured host functions (Note [Strided pinned copies in capture]):
+  // every replay uses them, so they go with the graph, once its fence completed.
+  std::vector<std::shared_ptr<void>> replay_state;
 };
 
 struct PoolInfo {
   MempoolId id;
+  c10::DeviceIndex device;
   int graphs;
   bool capturing;
   bool retiring;
@@ -165,6 +182,11 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   bool graph_end_failed(uint64_t handle);
   void graph_replay(uint64_t handle);
   void graph_died(uint64_t handle);
+  // A host function captured on `stream` uses the pinned blocks behind `blocks` ((ptr, ctx)
+  // pairs) and `state` on every replay: both go to the graph capturing there. False (nothing
+  // taken) when no capture the registry knows runs on `stream`.
+  bool keep_for_replays(const Stream& stream, const std::vector<std::pair<void*, void*>>& blocks,
+                        std::shared_ptr<void> state);
   // What torch_npu >= 2.11 calls through at::HostAllocator.
   void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter);
   void end_allocate_to_pool(MempoolId pool_id);
@@ -212,7 +234,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   CapturedGraph* new_graph_locked(bool announced);
   void start_capture_locked(CapturedGraph* graph, CaptureFilter filter);
   void resume_capture_locked(CapturedGraph* graph, CaptureFilter filter);
-  CapturedGraph* graph_mid_capture_locked(MempoolId pool_id);
+  CapturedGraph* graph_mid_capture_locked(c10::DeviceIndex device, MempoolId pool_id);
   void stop_capture_locked(CapturedGraph* graph);
   void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
@@ -222,7 +244,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
   void free_slow(PinBlock* block);
-  GraphPool* pool_for_capture_locked(MempoolId id);
+  GraphPool* pool_for_capture_locked(c10::DeviceIndex device, MempoolId id);
   void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
   void maybe_delete_pool_locked(GraphPool* pool);
   void settle_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
@@ -260,7 +282,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // mutex_.
   std::vector<CapturedGraph*> unfenced_;
   std::vector<CapturedGraph*> fenced_;
-  ska::flat_hash_map<MempoolId, GraphPool*, PoolIdHash> pools_;  // live pools by id
+  ska::flat_hash_map<PoolKey, GraphPool*, PoolKeyHash> pools_;  // live pools by device and id
+  c10::DeviceIndex max_pool_device_{-1};  // the highest device any pool was made for
+  // release_pool calls not yet matched to a graph, per pool id (Note [Pools per device]).
+  std::map<MempoolId, int> unnamed_releases_;
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
   // Blocks free_slow freed while eager copies from them may still run, with the fence of those
   // copies (Note [Eager-use fences]).

@@ -124,8 +124,9 @@ def is_active() -> bool:
 
 
 def pool_stats() -> list[dict[str, Any]]:
-    """One dict per graph memory pool on the host side: ``id``, ``graphs`` (graphs using
-    it), ``capturing``, ``retiring`` (no graph left; blocks wait for the last replays),
+    """One dict per graph memory pool on the host side: ``id``, ``device`` (a pool id names
+    one pool per device), ``graphs`` (graphs using it), ``capturing``, ``retiring`` (no
+    graph left; blocks wait for the last replays),
     ``blocks``, ``bytes_held``, ``bytes_in_use``, ``adopted_blocks`` (pinned before the
     capture and used by it)."""
     if _ext is None:

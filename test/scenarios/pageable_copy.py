@@ -9,9 +9,7 @@ pinned capture + replay still work after it.
 
 import os
 
-from scenario import PLUGIN, N, pinned, report, side_stream, torch, values
-
-import torch_npu_pinpool
+from scenario import N, pinned, report, reset_after_failed_capture, side_stream, torch, values
 
 how = os.environ.get("COPY_HOW", "copy_h2d")
 non_blocking = os.environ.get("COPY_BLOCKING", "0") != "1"
@@ -35,13 +33,8 @@ try:
             raise ValueError(how)
 except RuntimeError as e:
     out["error"] = str(e)
-try:
-    g.reset()
-    out["reset"] = True
-except RuntimeError as e:
-    out["reset"] = str(e)
+reset_after_failed_capture(out, g)
 del g
-out["capturing"] = [p["capturing"] for p in torch_npu_pinpool.pool_stats()] if PLUGIN else []
 
 # The process goes on: eager NPU work, and a correct capture (pinned source) that replays.
 dev.add_(2.0)

@@ -99,6 +99,18 @@ def end_graphs(graphs: list, how: str) -> None:
     gc.collect()
 
 
+def reset_after_failed_capture(out: dict, graph: Any) -> None:
+    """``graph.reset()`` after a capture that may have raised: ``out["reset"]`` is True or the
+    error it raised, ``out["capturing"]`` the plugin's capture flag of every pool left (none may
+    be set; ``[]`` with the plugin off)."""
+    try:
+        graph.reset()
+        out["reset"] = True
+    except RuntimeError as e:
+        out["reset"] = str(e)
+    out["capturing"] = [p["capturing"] for p in torch_npu_pinpool.pool_stats()] if PLUGIN else []
+
+
 class Churn:
     """Another thread that keeps pinning junk (``value``) and calling ``host_empty_cache()``
     while the scenario runs, as a serving engine's eager side does: a block given back too early

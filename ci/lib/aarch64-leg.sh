@@ -4,7 +4,8 @@
 # first on PATH, the simulator built for aarch64).
 #
 #   aarch64_check_torch            `import torch` runs under emulation (PyPI's aarch64 torch
-#                                  >= 2.11 is a CUDA 13 build whose import faults under qemu 7.2)
+#                                  >= 2.11 is a CUDA 13 build whose import faults under qemu
+#                                  7.2: Note [qemu-user from bookworm-backports], aarch64.sh)
 #   aarch64_check_extension        the installed torch_npu_pinpool/_C is an AArch64 ELF linked
 #                                  against the env's (aarch64) torch_npu; prints what `file` says
 #   aarch64_leg PYTEST_ARGS...     `python -m torch_npu_pinpool doctor` (must exit 0 with PASS),
@@ -22,10 +23,11 @@ aarch64_check_torch() {
     if [[ $rc != 0 ]]; then
         echo "$out" | tail -n 5
         echo "FAILED: 'import torch' exits $rc under qemu-user ($(qemu-aarch64-static --version | head -n 1))."
-        echo "  Known for PyPI's aarch64 torch >= 2.11 (CUDA 13 builds) with qemu 7.2: SIGSEGV in"
+        echo "  Known for PyPI's aarch64 torch >= 2.11 (CUDA 13 builds) under qemu 7.2: SIGSEGV in"
         echo "  cpuinfo_arm_linux_init (libtorch.so), which parses the x86 host's /proc/cpuinfo that"
-        echo "  qemu 7.2 passes through; qemu 10.0 shows the guest an aarch64 /proc/cpuinfo and the"
-        echo "  import runs (README, 'The aarch64 leg'). The plugin cannot be built or run here."
+        echo "  qemu 7.2 passes through. ci/lib/aarch64.sh installs qemu >= 10 and registers the"
+        echo "  binfmt handler with it (Note [qemu-user from bookworm-backports]): check"
+        echo "  /proc/sys/fs/binfmt_misc/qemu-aarch64. The plugin cannot be built or run here."
         return 1
     fi
     echo "torch under emulation: $out"

@@ -72,8 +72,9 @@ case "$ARCH" in
         ENVS="$ROOT/aarch64"
         SYSROOT="$ENVS/sysroot"
         # torch_npu's aarch64 wheels pin torch==X (no +cpu), which PyPI's aarch64 torch meets: no
-        # --no-deps, no CUDA-build workaround. That torch is the CPU build up to 2.10; from 2.11
-        # PyPI's aarch64 torch is a CUDA 13 build (nvidia-*-cu13 wheels, ~3 GB), as on x86.
+        # --no-deps. That torch is the CPU build up to 2.10; from 2.11 PyPI's aarch64 torch is a
+        # CUDA 13 build (nvidia-*-cu13 wheels, ~3 GB), which needs the CUDA-build workaround
+        # (ci/lib/cudafix, cross-built) as on x86.
         PAIR_NPU_NODEPS=0
         PAIR_NOTE="$PAIR_TORCH + $PAIR_NPU: PyPI's aarch64 wheels, installed by the emulated pip (torch >= 2.11 there is a CUDA 13 build: ~3 GB)"
         ;;
@@ -185,16 +186,22 @@ else
     run_logged "installing test dependencies" "$fix_net" \
         "${PIP[@]}" -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
 
+    cudafix_env=()
     if [[ "$ARCH" == aarch64 ]]; then
         say "byte-compiling the env with the host's CPython 3.11 (emulated, it takes minutes)"
         aarch64_byte_compile "$VENV/lib/python3.11/site-packages"
-    else
-        # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md).
-        say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
-        run_logged "installing the CUDA-build import workaround" \
-            "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
-            "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+        # The workaround's library is built for aarch64 by the cross compiler (the emulated
+        # install.py runs it natively) and probed under emulation, as the plugin is.
+        cudafix_env=(CXX="$AARCH64_TRIPLET-g++")
     fi
+    # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md):
+    # PyPI's torch for Linux x86_64, and for aarch64 from 2.11 on, is a CUDA build.
+    say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
+    run_logged "installing the CUDA-build import workaround" \
+        "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
+        env "${cudafix_env[@]}" "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+    [[ "$ARCH" != aarch64 || ! -d "$VENV/lib/python3.11/site-packages/_pinpool_testenv" ]] ||
+        aarch64_byte_compile "$VENV/lib/python3.11/site-packages/_pinpool_testenv"
 
     echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
     say "env ready in $((SECONDS - start)) s"

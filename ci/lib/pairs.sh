@@ -15,10 +15,10 @@ PINPOOL_CI_PAIRS="2.14 2.10"
 # The pair whose leg also runs torch_npu's registered-memory path (pinned_mem_register, CANN 8.5):
 # the newest release, which has it.
 PINPOOL_REGISTER_PAIR="2.14"
-# The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh). Meant: the newest and 2.10;
-# the newest is left out while PyPI's aarch64 torch >= 2.11 (a CUDA 13 build) faults on import
-# under Debian 12's qemu-user 7.2 (README, "The aarch64 leg"): PINPOOL_PAIRS=2.14 still tries it.
-PINPOOL_AARCH64_PAIRS="2.10"
+# The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh): vllm-ascend's pin and the
+# newest release (PyPI's aarch64 torch 2.14 is a CUDA 13 build: qemu-user >= 10 and the
+# cross-built ci/lib/cudafix, README "The aarch64 leg").
+PINPOOL_AARCH64_PAIRS="2.10 2.14"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0

@@ -90,7 +90,7 @@ class Report:
 
     @property
     def third_party(self) -> str | None:
-        """The owner, for a leak with a frame of ours that a third party owns (_THIRD_PARTY_LEAKS)."""
+        """Who owns this leak with a frame of ours, if a third party does (_THIRD_PARTY_LEAKS)."""
         if not (self.leak and self.ours):
             return None
         frames = [x for x in self.text.splitlines() if _FRAME.match(x) and not _NEUTRAL.search(x)]

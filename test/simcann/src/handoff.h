@@ -15,9 +15,14 @@
 // the queue thread's first read of the object (e.g. Event::flags in aclrtRecordEvent) as a race
 // with its construction.
 //
+// The same goes for what an aclnn call hands over: torch_npu 2.10 calls aclCreateTensor & co.
+// and aclnnXxxGetWorkspaceSize on the calling thread, then aclnnXxx(..., executor, stream) on the
+// queue thread, and its "release_thread" (ReleaseQueue, same file) calls aclDestroyTensor & co.
+//
 // The runtime restates that edge where the object is made and where it is used: creating a
 // handle releases its address (handle_created), and every entry point that turns a handle back
-// into its object acquires it (handle_used: to_event, to_stream). That orders a use after the
+// into its object acquires it (handle_used: to_event, to_stream, launch of an executor, the
+// descriptors' accessors and aclDestroy*). That orders a use after the
 // object's construction, which any real hand-over (torch_npu's queue, a mutex, a thread start)
 // does anyway; it orders nothing else. Nothing is released at a use, so two threads using the
 // same object are not ordered by it: their accesses to its mutable state still have to go through
@@ -32,13 +37,13 @@
 namespace simcann {
 
 #if defined(__SANITIZE_THREAD__)
-inline void handle_created(void* object) { __tsan_release(object); }
-inline void handle_used(void* object) {
-  if (object != nullptr) __tsan_acquire(object);
+inline void handle_created(const void* object) { __tsan_release(const_cast<void*>(object)); }
+inline void handle_used(const void* object) {
+  if (object != nullptr) __tsan_acquire(const_cast<void*>(object));
 }
 #else
-inline void handle_created(void*) {}
-inline void handle_used(void*) {}
+inline void handle_created(const void*) {}
+inline void handle_used(const void*) {}
 #endif
 
 }  // namespace simcann

@@ -246,6 +246,24 @@ def parse(text: str) -> list[Report]:
     return reports
 
 
+def suppressed(text: str) -> dict[str, int]:
+    """What a runtime's suppressions summary in ``text`` says it suppressed: template -> count.
+    (ThreadSanitizer counts its race: suppressions there; what called_from_lib: ignores is never
+    reported, so never counted.)"""
+    counts: dict[str, int] = {}
+    in_summary = False
+    for line in text.splitlines():
+        if _SUPPRESSIONS_USED.search(line):
+            in_summary = True
+            continue
+        m = re.match(r"^\s*(\d+)\s+(?:\d+\s+)?(\w+:\S.*)$", line) if in_summary else None
+        if m is None:
+            in_summary = False
+            continue
+        counts[m.group(2)] = counts.get(m.group(2), 0) + int(m.group(1))
+    return counts
+
+
 def files_of(reports_dir: str, pid: int | None = None) -> list[str]:
     """The report files in ``reports_dir`` (of process ``pid`` only, if given)."""
     pattern = f"*.{pid}" if pid is not None else "*.[0-9]*"
@@ -268,9 +286,13 @@ def failures_of_process(reports_dir: str, pid: int) -> str:
 def summarize(reports_dir: str) -> tuple[str, bool]:
     """One line for the leg's summary, and whether the leg passes (no failing report)."""
     reports = []
+    hidden: dict[str, int] = {}
     for path in files_of(reports_dir):
         with open(path, errors="replace") as f:
-            reports += [(os.path.basename(path), r) for r in parse(f.read())]
+            text = f.read()
+        reports += [(os.path.basename(path), r) for r in parse(text)]
+        for template, n in suppressed(text).items():
+            hidden[template] = hidden.get(template, 0) + n
     failing = [(p, r) for p, r in reports if r.fails]
     handed = [r for _, r in reports if r.handed_over]
     third = [r for _, r in reports if not r.fails and r.third_party]
@@ -295,6 +317,8 @@ def summarize(reports_dir: str) -> tuple[str, bool]:
         f"{len(foreign)} foreign leaks, {len(handed)} handed over to torch_npu, {len(third)} "
         "third party's"
     )
+    if hidden:
+        line += "; suppressed: " + ", ".join(f"{n} {t}" for t, n in sorted(hidden.items()))
     return line, not failing
 
 

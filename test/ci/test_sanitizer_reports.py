@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sanitizer_reports import parse  # noqa: E402
+from sanitizer_reports import parse, suppressed  # noqa: E402
 
 ENV = "/envs/2.10/lib/python3.11/site-packages"
 
@@ -114,3 +114,8 @@ _EVENT = f"""\
 def test_an_event_is_handed_over_to_npuevent_alone_when_leaked_directly(how, caller, handed_over):
     (report,) = parse(_EVENT.format(how=how, caller=caller) + _SUMMARY)
     assert (report.ours, report.handed_over, report.fails) == (True, handed_over, not handed_over)
+
+
+def test_suppressions_are_counted():
+    text = "ThreadSanitizer: Matched 3 suppressions (pid=1):\n2 race:a::B\n1 race:c\n"
+    assert suppressed(text + text) == {"race:a::B": 4, "race:c": 2}

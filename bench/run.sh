@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Every benchmark figure (P1 - P10), plugin against torch_npu's own allocator, on each pair.
 #
-#   bash bench/run.sh                          # required pairs (2.13, 2.10): every figure,
+#   bash bench/run.sh                          # required pairs (2.14, 2.10): every figure,
 #                                              # bench/results/PAIR.{json,txt,png}, README update
 #   bash bench/run.sh --quick                  # smoke test (~2 min per pair), results/scratch/
 #   bash bench/run.sh --figures P5,P9          # some figures, results/scratch/
-#   bash bench/run.sh --pairs 2.10 [ARGS...]   # other pairs (or PINPOOL_PAIRS="2.13 2.10")
+#   bash bench/run.sh --pairs 2.10 [ARGS...]   # other pairs (or PINPOOL_PAIRS="2.14 2.10")
 #
 # Per pair: `source ci/sim-env.sh PAIR`, install the plugin from this checkout into that env
 # (ci/lib/install-plugin.sh, as ci/test.sh does; skip with PINPOOL_BENCH_NO_INSTALL=1), then

@@ -142,7 +142,8 @@ main() {
             export ASAN_OPTIONS="$common:exitcode=0:detect_leaks=1:intercept_tls_get_addr=0:log_path=$1/asan"
             export UBSAN_OPTIONS="$common:print_stacktrace=1:log_path=$1/ubsan"
         else
-            export TSAN_OPTIONS="$common:second_deadlock_stack=1:log_path=$1/tsan"
+            # suppressions: code outside this project, each with its reason (the file says).
+            export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$REPO/ci/lib/tsan-suppressions.txt:log_path=$1/tsan"
         fi
     }
     sanitizer_options "$reports"

@@ -52,12 +52,28 @@ bool find_locked(Registry& reg, uintptr_t p, size_t n, Allocation* out) {
   return true;
 }
 
-void* add(size_t size, MemKind kind, size_t align) {
+uint64_t device_total_bytes() {
+  // Ascend910B2 / 910_93xx: 64 GiB HBM per device (die).
+  return 64ULL << 30;
+}
+
+// Allocates and registers `size` bytes of `kind`; nullptr if the host heap is exhausted, or, for
+// device memory, with *full set if the device's memory would be exceeded. The check is made under
+// the registry's lock, with the add: before, device_malloc read device_bytes without it, a data
+// race with another thread's add (ThreadSanitizer, test/consumers/test_vllm_patterns.py sleep /
+// wake on 2.10, plugin on and off), and two threads could both take the last bytes.
+void* add(size_t size, MemKind kind, size_t align, bool* full = nullptr) {
   size_t rounded = ((size == 0 ? 1 : size) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) return nullptr;
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);
+  if (kind == MemKind::kDevice &&
+      static_cast<uint64_t>(reg.device_bytes) + size > device_total_bytes()) {
+    std::free(p);
+    if (full != nullptr) *full = true;
+    return nullptr;
+  }
   Allocation a;
   a.base = reinterpret_cast<uintptr_t>(p);
   a.size = size == 0 ? 1 : size;
@@ -95,21 +111,17 @@ size_t host_align() {
   return align;
 }
 
-uint64_t device_total_bytes() {
-  // Ascend910B2 / 910_93xx: 64 GiB HBM per device (die).
-  return 64ULL << 30;
-}
-
 aclError device_malloc(void** devPtr, size_t size, const char* api) {
   if (devPtr == nullptr || size == 0) {
     set_error("simcann: %s: null output pointer or zero size", api);
     return ACL_ERROR_INVALID_PARAM;
   }
-  if (static_cast<uint64_t>(registry().device_bytes) + size > device_total_bytes()) {
+  bool full = false;
+  *devPtr = add(size, MemKind::kDevice, kDeviceAlign, &full);
+  if (full) {
     set_error("simcann: %s: out of device memory (%zu bytes requested)", api, size);
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
   }
-  *devPtr = add(size, MemKind::kDevice, kDeviceAlign);
   if (*devPtr == nullptr) {
     set_error("simcann: %s: host heap exhausted", api);
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -224,8 +236,17 @@ aclError runtime_device_malloc(void** devPtr, size_t size, const char* api) {
 
 void runtime_device_free(void* devPtr) { remove(devPtr, MemKind::kDevice, true); }
 
-int64_t host_bytes_live() { return registry().host_bytes; }
-int64_t device_bytes_live() { return registry().device_bytes; }
+// Read under the registry's lock, like every other access to it (see add()).
+int64_t host_bytes_live() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  return reg.host_bytes;
+}
+int64_t device_bytes_live() {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  return reg.device_bytes;
+}
 
 // Note [Sync copies]: aclrtMemcpy / aclrtMemset run on the calling thread right away. They are
 // not ordered after queued stream work (torch_npu synchronizes the stream first itself).

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "capture.h"
+#include "handoff.h"
 #include "state.h"
 
 namespace simcann {
@@ -70,6 +71,7 @@ Stream* new_stream(int device, bool is_default) {
     all.live.insert(s);
   }
   s->worker = std::thread(worker_loop, s);
+  handle_created(s);  // Note [Handles handed over through torch_npu's task queue]
   return s;
 }
 
@@ -128,7 +130,10 @@ void run_task_checked(const char* name, const Task& fn, const std::vector<Checke
 }
 
 Stream* to_stream(aclrtStream handle) {
-  if (handle != nullptr) return static_cast<Stream*>(handle);
+  if (handle != nullptr) {
+    handle_used(handle);  // Note [Handles handed over through torch_npu's task queue]
+    return static_cast<Stream*>(handle);
+  }
   int dev = device_or_default();
   Streams& all = streams();
   {
@@ -150,7 +155,10 @@ bool is_live_stream(Stream* s) {
   return all.live.count(s) != 0;
 }
 
-Event* to_event(aclrtEvent e) { return static_cast<Event*>(e); }
+Event* to_event(aclrtEvent e) {
+  handle_used(e);  // Note [Handles handed over through torch_npu's task queue]
+  return static_cast<Event*>(e);
+}
 
 aclError enqueue(aclrtStream stream, const char* name, Task task) {
   return enqueue(stream, name, std::move(task), {});
@@ -473,6 +481,7 @@ static aclError create_event(aclrtEvent* event, uint32_t flags, bool new_mode) {
   e->id = g_next_event_id++;
   e->flags = flags;
   e->new_mode = new_mode;
+  handle_created(e);  // Note [Handles handed over through torch_npu's task queue]
   *event = e;
   return ACL_SUCCESS;
 }

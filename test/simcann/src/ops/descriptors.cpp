@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "handoff.h"
 #include "ops_internal.h"
 
 using simcann::ops::ScalarValue;
@@ -41,12 +42,21 @@ struct aclScalarList {
 namespace simcann {
 namespace ops {
 
-const TensorView& view_of(const aclTensor* t) { return t->view; }
-const ScalarValue& value_of(const aclScalar* s) { return s->value; }
+// Note [Handles handed over through torch_npu's task queue]: each accessor acquires the handle.
+const TensorView& view_of(const aclTensor* t) {
+  handle_used(t);
+  return t->view;
+}
+const ScalarValue& value_of(const aclScalar* s) {
+  handle_used(s);
+  return s->value;
+}
 std::vector<const aclTensor*> tensor_list_of(const aclTensorList* l) {
+  handle_used(l);
   return l == nullptr ? std::vector<const aclTensor*>{} : l->items;
 }
 std::vector<int64_t> int_array_of(const aclIntArray* a) {
+  handle_used(a);
   return a == nullptr ? std::vector<int64_t>{} : a->items;
 }
 
@@ -103,12 +113,14 @@ template <typename List, typename T>
 List* new_list(const T* value, uint64_t size) {
   auto* l = new (std::nothrow) List();
   if (l != nullptr) assign(&l->items, value, size);
+  handle_created(l);  // Note [Handles handed over through torch_npu's task queue]
   return l;
 }
 
 // aclDestroyXxx of a descriptor that owns nothing else.
 template <typename T>
 int destroy(const T* object) {
+  handle_used(object);
   delete object;
   return 0;
 }
@@ -140,6 +152,7 @@ aclTensor* aclCreateTensor(const int64_t* view_dims, uint64_t view_dims_num, acl
   v.offset = offset;
   simcann::ops::assign(&v.storage_dims, storage_dims, storage_dims_num);
   v.data = tensor_data;
+  simcann::handle_created(t);  // Note [Handles handed over through torch_npu's task queue]
   return t;
 }
 
@@ -151,6 +164,7 @@ aclScalar* aclCreateScalar(void* value, aclDataType data_type) {
   // message naming the op (an aclnn op receiving an invalid scalar fails in GetWorkspaceSize).
   s->valid = simcann::ops::read_scalar(value, data_type, &s->value);
   s->value.dtype = data_type;
+  simcann::handle_created(s);  // Note [Handles handed over through torch_npu's task queue]
   return s;
 }
 
@@ -183,14 +197,16 @@ int aclDestroyBoolArray(const aclBoolArray* array) { return simcann::ops::destro
 // A tensor list owns its tensors (CANN acl_meta.h: aclDestroyTensorList destroys the elements).
 int aclDestroyTensorList(const aclTensorList* array) {
   if (array == nullptr) return 0;
-  for (const aclTensor* t : array->items) delete t;
+  simcann::handle_used(array);
+  for (const aclTensor* t : array->items) simcann::ops::destroy(t);
   delete array;
   return 0;
 }
 
 int aclDestroyScalarList(const aclScalarList* array) {
   if (array == nullptr) return 0;
-  for (const aclScalar* s : array->items) delete s;
+  simcann::handle_used(array);
+  for (const aclScalar* s : array->items) simcann::ops::destroy(s);
   delete array;
   return 0;
 }
@@ -199,7 +215,7 @@ int aclGetViewShape(const aclTensor* tensor, int64_t** view_dims, uint64_t* view
   if (tensor == nullptr || view_dims == nullptr || view_dims_num == nullptr) {
     return simcann::ops::kErrNullptr;
   }
-  const auto& sizes = tensor->view.sizes;
+  const auto& sizes = simcann::ops::view_of(tensor).sizes;
   *view_dims = new int64_t[sizes.empty() ? 1 : sizes.size()];
   for (size_t k = 0; k < sizes.size(); ++k) (*view_dims)[k] = sizes[k];
   *view_dims_num = sizes.size();

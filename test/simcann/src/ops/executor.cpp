@@ -9,6 +9,7 @@
 // aclDestroyAclOpExecutor. None of our kernels needs a workspace.
 #include <string>
 
+#include "handoff.h"
 #include "ops_internal.h"
 
 struct aclOpExecutor {
@@ -24,10 +25,12 @@ aclOpExecutor* make_executor(const char* op, std::shared_ptr<Kernel> kernel) {
   auto* ex = new aclOpExecutor();
   ex->op = op;
   ex->kernel = std::move(kernel);
+  handle_created(ex);  // Note [Handles handed over through torch_npu's task queue]
   return ex;
 }
 
 aclnnStatus launch(const char* op, aclOpExecutor* executor, aclrtStream stream) {
+  handle_used(executor);  // Note [Handles handed over through torch_npu's task queue]
   if (executor == nullptr || !executor->kernel) {
     set_error("simcann: %s: null executor (was %sGetWorkspaceSize called and successful?)", op, op);
     return kErrNullptr;
@@ -51,6 +54,7 @@ extern "C" {
 // CANN acl_meta.h: aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor).
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
   if (executor == nullptr) return simcann::ops::kErrNullptr;
+  simcann::handle_used(executor);
   executor->repeatable = true;
   return simcann::ops::kOk;
 }
@@ -58,6 +62,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
 // CANN acl_meta.h: aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor); torch_npu
 // declares it in torch_npu/csrc/framework/interface/AclOpCompileInterface.h.
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  simcann::handle_used(executor);
   delete executor;
   return simcann::ops::kOk;
 }

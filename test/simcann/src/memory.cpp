@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "device_access.h"
 #include "state.h"
 
 namespace simcann {
@@ -256,7 +257,7 @@ aclError sync_copy(void* dst, const void* src, size_t n, bool dst_host, bool src
                                    resolve_range({dst, n, true, dst_host})};
   std::shared_lock<std::shared_mutex> gate(free_gate());
   if (!check_ranges(api, ranges)) return ACL_ERROR_INVALID_PARAM;
-  if (n) std::memmove(dst, src, n);
+  device_copy(dst, src, n);
   return ACL_SUCCESS;
 }
 
@@ -481,7 +482,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t 
   std::vector<CheckedRange> ranges{resolve_range({devPtr, count, true, host_side(devPtr, count)})};
   std::shared_lock<std::shared_mutex> gate(free_gate());
   if (!check_ranges("aclrtMemset", ranges)) return ACL_ERROR_INVALID_PARAM;
-  std::memset(devPtr, value, count);
+  device_fill(devPtr, value, count);
   return ACL_SUCCESS;
 }
 
@@ -509,7 +510,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void* dst, size_t destMax, const v
   return enqueue(
       stream, "aclrtMemcpyAsync",
       [dst, src, count] {
-        if (count) std::memmove(dst, src, count);
+        device_copy(dst, src, count);
         return ACL_SUCCESS;
       },
       std::move(ranges));
@@ -531,7 +532,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int
   return enqueue(
       stream, "aclrtMemsetAsync",
       [devPtr, value, count] {
-        std::memset(devPtr, value, count);
+        device_fill(devPtr, value, count);
         return ACL_SUCCESS;
       },
       {MemRange{devPtr, count, true, host}});
@@ -611,7 +612,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void** dsts, size_t* destMax,
       [copies] {
         for (const auto& c : copies) {
           void* dst = reinterpret_cast<void*>(c[0]);
-          if (c[2]) std::memmove(dst, reinterpret_cast<const void*>(c[1]), c[2]);
+          device_copy(dst, reinterpret_cast<const void*>(c[1]), c[2]);
         }
         return ACL_SUCCESS;
       },

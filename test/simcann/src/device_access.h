@@ -13,9 +13,10 @@
 // inside the simulated runtime (test/pinpool/test_eager_and_threads.py,
 // test_streams_racing_on_a_pinned_buffer_is_the_programs_race: memory.cpp's memmove, plugin on
 // and off; and native torch_npu 2.10's recycled block in test_vllm_patterns.py).
-// Such a race is not lost: the bytes still move as the hardware would move them, so the tests'
-// byte checks, the runtime's range checks (Note [Range checks], state.h) and the audit report
-// (written_while_queued) find it, as they do on an NPU.
+// Such a race is not lost: the bytes still move as the hardware would move them, so it shows as
+// it does on an NPU, in the bytes the tests check (the plugin-off cases assert native's wrong
+// bytes); a copy that touches memory already freed is still the range checks' (Note [Range
+// checks], state.h).
 //
 // Only the payload is hidden: the runtime's own state (streams, events, the allocation
 // registry, a task's ranges) is read and written outside these functions and stays checked, as
@@ -27,6 +28,7 @@
 #include <cstring>
 
 #if defined(__SANITIZE_THREAD__)
+// TSan's runtime exports these; gcc 12's <sanitizer/tsan_interface.h> does not declare them.
 extern "C" void __tsan_ignore_thread_begin();
 extern "C" void __tsan_ignore_thread_end();
 #endif

@@ -30,7 +30,7 @@ namespace torch_npu_pinpool {
 //   capture_end:    graph_end(h, pool())      after torch_npu's capture_end
 //                   graph_end_failed(h)       if it raised
 //   replay:         graph_replay(h)           before torch_npu's replay
-//   reset / GC:     graph_died(h)             exactly once (a weakref.finalize the hook owns)
+//   reset / GC:     graph_died(h)             exactly once (reset, or a weakref callback)
 //
 // Where the capture is registered (the filter that routes allocations and captured copies):
 //   * torch_npu <= 2.10 tells the host allocator nothing: graph_begin registers the capture
@@ -416,26 +416,23 @@ void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
   std::lock_guard<std::mutex> lock(mutex_);  // getCurrentNPUStream takes no lock of ours
   if (CapturedGraph* graph = graph_locked(handle)) {
     const Stream stream = c10_npu::getCurrentNPUStream(graph->device);
-    graph->replay_streams.insert(stream);
+    auto& streams = graph->replay_streams;  // a few: torch_npu's pool streams at most
+    if (std::find(streams.begin(), streams.end(), stream) == streams.end()) {
+      streams.push_back(stream);
+    }
     noted = {handle, graph->device, stream.id()};
   }
 }
 
-void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
-  bool fence_in_flight = false;
-  {
-    std::vector<c10::DataPtr> released;  // dies after the lock
-    std::lock_guard<std::mutex> lock(mutex_);
-    CapturedGraph* graph = graph_locked(handle);
-    if (graph == nullptr) {
-      return;
-    }
-    kill_graph_locked(graph, released);
-    fence_in_flight = !fenced_.empty();
+bool PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
+  std::vector<c10::DataPtr> released;  // dies after the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  CapturedGraph* graph = graph_locked(handle);
+  if (graph == nullptr) {
+    return false;
   }
-  if (!fence_in_flight) {
-    process_pending();  // fence its replays now: the blocks come back as soon as they are done
-  }
+  kill_graph_locked(graph, released);
+  return fenced_.empty();  // no fence in flight: fence its replays now (process_pending)
 }
 
 // torch_npu >= 2.11 calls it from every NPUGraph::reset: with announced graphs only (the

@@ -16,31 +16,31 @@ namespace torch_npu_pinpool {
 namespace {
 size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
-// The fenced graphs whose fences completed (wait: waiting for each, bounded). In fence order; a
-// pass that does not wait stops at the first fence still in flight (Note [Replay fences]).
-ska::flat_hash_set<CapturedGraph*> completed(const std::vector<CapturedGraph*>& fenced,
-                                             bool wait) {
-  ska::flat_hash_set<CapturedGraph*> done;
+// Appends to `done` the fenced graphs whose fences completed (wait: waiting for each, bounded)
+// and marks them fence_done. In fence order; a pass that does not wait stops at the first fence
+// still in flight (Note [Replay fences]).
+void completed(const std::vector<CapturedGraph*>& fenced, bool wait,
+               std::vector<CapturedGraph*>& done) {
   for (CapturedGraph* graph : fenced) {
     bool complete = true;
     for (auto& fence : graph->fence) {
       complete = complete && (wait ? wait_events(fence->events) : events_done(fence->events));
     }
     if (complete) {
-      done.insert(graph);
+      graph->fence_done = true;
+      done.push_back(graph);
     } else if (!wait) {
       break;
     }
   }
-  return done;
 }
 
 // Records the fences of `to_fence` (dead graphs: their replay_streams no longer change): one
-// event per stream, shared by every graph replayed there. A graph replayed on a stream that is
-// capturing now goes to still_unfenced (Note [Replay fences]). Returns the graphs fenced.
-std::vector<CapturedGraph*> record_fences(const std::vector<CapturedGraph*>& to_fence,
-                                          std::vector<CapturedGraph*>& still_unfenced) {
-  std::vector<CapturedGraph*> fenced;
+// event per stream, shared by every graph replayed there. Appends the graphs fenced to `fenced`
+// and those replayed on a stream that is capturing now to still_unfenced (Note [Replay fences]).
+void record_fences(const std::vector<CapturedGraph*>& to_fence,
+                   std::vector<CapturedGraph*>& fenced,
+                   std::vector<CapturedGraph*>& still_unfenced) {
   ska::flat_hash_map<Stream, std::shared_ptr<ReplayFence>> by_stream;
   const bool up = runtime_up();
   for (CapturedGraph* graph : to_fence) {
@@ -49,6 +49,7 @@ std::vector<CapturedGraph*> record_fences(const std::vector<CapturedGraph*>& to_
       still_unfenced.push_back(graph);  // try again once that capture is over
       continue;
     }
+    graph->fence.reserve(streams.size());
     for (const Stream& stream : streams) {
       std::shared_ptr<ReplayFence>& fence = by_stream[stream];
       if (fence == nullptr) {
@@ -61,7 +62,6 @@ std::vector<CapturedGraph*> record_fences(const std::vector<CapturedGraph*>& to_
     }
     fenced.push_back(graph);
   }
-  return fenced;
 }
 }  // namespace
 
@@ -346,82 +346,92 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
 
 // Finishes the fenced graphs whose fence completed (wait: waits for each). Only the thread in
 // process_pending (process_mutex_) changes fenced_, so it reads it here without mutex_.
-void PinPoolHostAllocatorImpl::finish_fenced(bool wait, std::vector<c10::DataPtr>& released,
-                                             std::vector<PinBlock*>& base_frees) {
-  const ska::flat_hash_set<CapturedGraph*> done = completed(fenced_, wait);
-  if (done.empty()) {
+void PinPoolHostAllocatorImpl::finish_fenced(bool wait, PassScratch& pass) {
+  pass.done.clear();
+  completed(fenced_, wait, pass.done);
+  if (pass.done.empty()) {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   fenced_.erase(std::remove_if(fenced_.begin(), fenced_.end(),
-                               [&](CapturedGraph* g) { return done.count(g) != 0; }),
+                               [](CapturedGraph* g) { return g->fence_done; }),
                 fenced_.end());
-  for (CapturedGraph* graph : done) {
-    finish_graph_locked(graph, released, base_frees);
+  for (CapturedGraph* graph : pass.done) {
+    finish_graph_locked(graph, pass.released, pass.base_frees);
   }
 }
 
+// Note [Pass scratch]
+// ~~~~~~~~~~~~~~~~~~~
+// A pass may finish thousands of graphs at once (host_empty_cache() after a vLLM-style reset of
+// every graph of a pool), and growing fresh vectors for each pass cost a third of it in malloc.
+// So the pass works in scratch_, which only the thread inside process_pending (process_mutex_)
+// touches: every vector is empty between passes and keeps its capacity. The DataPtrs in
+// `released` die at the end of the pass, with no lock of ours held.
 void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
-  std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
-  std::vector<PinBlock*> base_frees;
+  PassScratch& pass = scratch_;
+  pass.clear();  // empty unless the last pass threw
 
   // Blocks freed after eager use: their fences are recorded and queried unlocked.
-  std::vector<std::pair<PinBlock*, UseFence>> blocks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    blocks.swap(pending_blocks_);
+    pass.blocks.swap(pending_blocks_);
   }
-  std::vector<PinBlock*> ready;
-  std::vector<std::pair<PinBlock*, UseFence>> not_ready;
-  for (auto& item : blocks) {
+  for (auto& item : pass.blocks) {
     if (item.second.done()) {
-      ready.push_back(item.first);
+      pass.ready.push_back(item.first);
     } else {
-      not_ready.push_back(std::move(item));
+      pass.not_ready.push_back(std::move(item));
     }
   }
+  pass.blocks.clear();
 
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (PinBlock* block : ready) {
+    for (PinBlock* block : pass.ready) {
       block->events_pending_ = false;
-      settle_locked(block, released, base_frees);
+      settle_locked(block, pass.released, pass.base_frees);
     }
-    for (auto& item : not_ready) {
+    for (auto& item : pass.not_ready) {
       pending_blocks_.push_back(std::move(item));
     }
   }
+  pass.ready.clear();
+  pass.not_ready.clear();
   // Dead graphs (Note [Replay fences]): finish those whose fence completed, then fence those
   // that died since (unless a fence is still in flight and this pass does not wait), then
   // finish the new fences that are done already (an idle stream's, say).
-  finish_fenced(wait, released, base_frees);
-  std::vector<CapturedGraph*> to_fence;
+  finish_fenced(wait, pass);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (wait || fenced_.empty()) {
-      to_fence.swap(unfenced_);
+      pass.to_fence.swap(unfenced_);
     }
   }
-  if (!to_fence.empty()) {
+  if (!pass.to_fence.empty()) {
     // Only this thread (process_mutex_) touches fences and changes fenced_.
-    std::vector<CapturedGraph*> still_unfenced;
-    std::vector<CapturedGraph*> newly_fenced = record_fences(to_fence, still_unfenced);
+    pass.fenced.clear();
+    record_fences(pass.to_fence, pass.fenced, pass.still_unfenced);
+    pass.to_fence.clear();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      unfenced_.insert(unfenced_.end(), still_unfenced.begin(), still_unfenced.end());
-      fenced_.insert(fenced_.end(), newly_fenced.begin(), newly_fenced.end());
+      unfenced_.insert(unfenced_.end(), pass.still_unfenced.begin(), pass.still_unfenced.end());
+      fenced_.insert(fenced_.end(), pass.fenced.begin(), pass.fenced.end());
     }
-    if (!newly_fenced.empty()) {
-      finish_fenced(wait, released, base_frees);
+    pass.still_unfenced.clear();
+    if (!pass.fenced.empty()) {
+      finish_fenced(wait, pass);
     }
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     update_pending_locked();
   }
-  for (PinBlock* block : base_frees) {
+  for (PinBlock* block : pass.base_frees) {
     free_default(block);
   }
+  pass.base_frees.clear();
+  pass.released.clear();  // native's free of each, no lock of ours held
 }
 
 // ---------------------------------------------------------------------------------------

@@ -125,7 +125,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("graph_end_failed", [](uint64_t h) { return pp::impl().graph_end_failed(h); },
         release_gil());
   m.def("graph_replay", [](uint64_t h) { pp::impl().graph_replay(h); });
-  m.def("graph_died", [](uint64_t h) { pp::impl().graph_died(h); }, release_gil());
+  // graph_died, on every reset, keeps the GIL (it takes mutex_ only); the pass it may ask for
+  // records events, so that runs without it.
+  m.def("graph_died", [](uint64_t h) {
+    if (pp::impl().graph_died(h)) {
+      py::gil_scoped_release no_gil;
+      pp::impl().process_pending();
+    }
+  });
   m.def("process_pending", [] { pp::impl().process_pending(); }, release_gil());
   m.def("pool_stats", &pp::pool_stats);
   // The audit report (audit.h). enable_report must come before activate().

@@ -40,6 +40,7 @@
 #include "version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
+#include <c10/util/SmallVector.h>
 
 #include <atomic>
 #include <chrono>
@@ -132,9 +133,12 @@ struct CapturedGraph {
   std::atomic<void*> model{nullptr};  // the runtime's aclmdlRI, known once capture began
   c10::DeviceIndex device{-1};   // the capture device: replays run there
   std::optional<Stream> capture_stream;  // known once capture began
-  std::vector<PinBlock*> blocks;           // blocks whose captured work it uses
-  ska::flat_hash_set<Stream> replay_streams;  // where it was replayed
-  std::vector<std::shared_ptr<ReplayFence>> fence;  // dead: one per replay stream
+  // Inline storage for the usual graph (a few blocks, replayed on one stream): no heap
+  // allocation per graph for these, nor a free when it finishes (Note [Pass scratch]).
+  c10::SmallVector<PinBlock*, 4> blocks;  // blocks whose captured work it uses
+  c10::SmallVector<Stream, 1> replay_streams;  // where it was replayed; no duplicates
+  c10::SmallVector<std::shared_ptr<ReplayFence>, 1> fence;  // dead: one per replay stream
+  bool fence_done{false};  // its fence completed (set and read under process_mutex_)
   // The arguments of its captured host functions (Note [Strided pinned copies in capture]):
   // every replay uses them, so they go with the graph, once its fence completed.
   std::vector<std::shared_ptr<void>> replay_state;
@@ -181,7 +185,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void graph_end(uint64_t handle, MempoolId pool_id);
   bool graph_end_failed(uint64_t handle);
   void graph_replay(uint64_t handle);
-  void graph_died(uint64_t handle);
+  // True when no fence is in flight: the caller runs process_pending() next, without the GIL
+  // (Note [Replay fences]); graph_died itself records no event and keeps the GIL.
+  bool graph_died(uint64_t handle);
   // A host function captured on `stream` uses the pinned blocks behind `blocks` ((ptr, ctx)
   // pairs) and `state` on every replay: both go to the graph capturing there. False (nothing
   // taken) when no capture the registry knows runs on `stream`.
@@ -253,9 +259,21 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void finish_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
                            std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
+  // What one process_pending_pass works in (Note [Pass scratch], graph_pools.cpp).
+  struct PassScratch {
+    std::vector<c10::DataPtr> released;
+    std::vector<PinBlock*> base_frees;
+    std::vector<std::pair<PinBlock*, UseFence>> blocks, not_ready;
+    std::vector<PinBlock*> ready;
+    std::vector<CapturedGraph*> to_fence, fenced, still_unfenced, done;
+    void clear() {
+      base_frees.clear(), blocks.clear(), not_ready.clear(), ready.clear();
+      to_fence.clear(), fenced.clear(), still_unfenced.clear(), done.clear();
+      released.clear();
+    }
+  };
   void process_pending_pass(bool wait);
-  void finish_fenced(bool wait, std::vector<c10::DataPtr>& released,
-                     std::vector<PinBlock*>& base_frees);
+  void finish_fenced(bool wait, PassScratch& pass);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
@@ -292,6 +310,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;
 
   std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only
+  PassScratch scratch_;       // guarded by process_mutex_; empty between passes
   std::atomic<bool> process_again_{false};  // a process_pending() found process_mutex_ taken
 };
 

@@ -114,10 +114,12 @@ def _replay_audited(ext: Any, orig: Callable) -> Callable:
 
 
 def _reset(ext: Any, orig: Callable) -> Callable:
+    died = ext.graph_died
+
     def reset(self):
         graph = self.__dict__.pop(_HANDLE, None)
-        if graph is not None:
-            graph.release()
+        if graph is not None and _live.pop(graph.id, None) is not None:  # graph.release(), inlined
+            died(graph.id)
         return orig(self)
 
     return reset

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Activate the simulated-NPU test environment for one torch / torch_npu pair.
 #
-#   source ci/sim-env.sh PAIR          # PAIR: 2.13, 2.10, 2.9 or 2.8
+#   source ci/sim-env.sh PAIR          # PAIR: 2.14 ... 2.7 (ci/lib/pairs.sh)
 #   bash ci/sim-env.sh PAIR --print    # print the exports instead
 #
 # The first call creates a venv under ${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}/PAIR
@@ -21,7 +21,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
 fi
 
 if [[ $# -ne 1 ]]; then
-    echo "usage: source ci/sim-env.sh PAIR   (PAIR: 2.13, 2.10, 2.9 or 2.8)" >&2
+    echo "usage: source ci/sim-env.sh PAIR   (PAIR: one of $(. "$(dirname "${BASH_SOURCE[0]}")/lib/pairs.sh" && echo "$PINPOOL_ALL_PAIRS"))" >&2
     return 2
 fi
 if _pinpool_exports="$(bash "$(dirname "${BASH_SOURCE[0]}")/lib/envsetup.sh" "$1")"; then

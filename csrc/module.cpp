@@ -125,8 +125,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("graph_end_failed", [](uint64_t h) { return pp::impl().graph_end_failed(h); },
         release_gil());
   m.def("graph_replay", [](uint64_t h) { pp::impl().graph_replay(h); });
-  // graph_died, on every reset, keeps the GIL (it takes mutex_ only); the pass it may ask for
-  // records events, so that runs without it.
+  // graph_died, on every reset, keeps the GIL: it takes mutex_ and may free a released pool's
+  // blocks to native, and neither path ever takes the GIL. The pass it may ask for records
+  // events through torch_npu's task queue, so that runs without the GIL.
   m.def("graph_died", [](uint64_t h) {
     if (pp::impl().graph_died(h)) {
       py::gil_scoped_release no_gil;

@@ -142,6 +142,7 @@ void PinPoolHostAllocatorImpl::start_capture_locked(CapturedGraph* graph, Captur
 void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
   graph->filter = std::move(filter);
   graph->state = CapturedGraph::State::kCapturing;
+  count_uses(*graph, 0, +1);
   graph->pool->capturing++;
   capturing_.push_back(graph);
   captures_underway_.fetch_add(1, std::memory_order_relaxed);
@@ -174,6 +175,7 @@ void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
   graph->pool->capturing--;
   graph->filter = nullptr;
   graph->state = CapturedGraph::State::kAlive;
+  count_uses(*graph, 0, -1);
 }
 
 // The graph is gone (or never came to be): it drops its pool use now and its blocks once its
@@ -191,6 +193,7 @@ void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
     audit_->note_graph_died(graph->handle);
   }
   graph->state = CapturedGraph::State::kDead;
+  count_uses(*graph, -1, 0);
   if (graph->pool != nullptr) {
     if (!graph->announced) {
       graph->pool->unannounced--;
@@ -509,13 +512,30 @@ bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGrap
     audit_->note_captured_use(block->ptr_, block->size_, block->pool_, graph.handle,
                               graph.device);
   }
-  if (block->users_.insert(&graph).second) {
-    graph.blocks.push_back(block);
-    if (block->pool_ == nullptr) {
-      block->captured_.store(true);
-    }
+  if (block->last_user_ == graph.handle) {
+    return true;  // counted already (the usual repeat: a loop of copies from one buffer)
+  }
+  block->last_user_ = graph.handle;
+  graph.blocks.push_back(block);
+  block->graph_uses_++;
+  if (audit_ != nullptr) {
+    block->live_uses_++;
+    block->capturing_uses_ += graph.state == CapturedGraph::State::kCapturing ? 1 : 0;
+  }
+  if (block->pool_ == nullptr) {
+    block->captured_.store(true);
   }
   return true;
+}
+
+void PinPoolHostAllocatorImpl::count_uses(const CapturedGraph& graph, int live, int capturing) {
+  if (audit_ == nullptr) {
+    return;
+  }
+  for (PinBlock* block : graph.blocks) {
+    block->live_uses_ += live;
+    block->capturing_uses_ += capturing;
+  }
 }
 
 }  // namespace torch_npu_pinpool

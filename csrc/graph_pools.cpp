@@ -38,19 +38,34 @@ void completed(const std::vector<CapturedGraph*>& fenced, bool wait,
 // Records the fences of `to_fence` (dead graphs: their replay_streams no longer change): one
 // event per stream, shared by every graph replayed there. Appends the graphs fenced to `fenced`
 // and those replayed on a stream that is capturing now to still_unfenced (Note [Replay fences]).
+// Each stream's capture status is read once per pass: thousands of graphs share one stream.
 void record_fences(const std::vector<CapturedGraph*>& to_fence, std::vector<CapturedGraph*>& fenced,
                    std::vector<CapturedGraph*>& still_unfenced) {
-  ska::flat_hash_map<Stream, std::shared_ptr<ReplayFence>> by_stream;
+  struct StreamFence {
+    bool known{false};
+    bool capturing{false};
+    std::shared_ptr<ReplayFence> fence;  // made for the first graph fenced on the stream
+  };
+  ska::flat_hash_map<Stream, StreamFence> by_stream;
+  auto of = [&by_stream](const Stream& stream) -> StreamFence& {
+    StreamFence& entry = by_stream[stream];
+    if (!entry.known) {
+      entry.known = true;
+      entry.capturing = in_capture(stream);
+    }
+    return entry;
+  };
   const bool up = runtime_up();
   for (CapturedGraph* graph : to_fence) {
     const auto& streams = graph->replay_streams;
-    if (std::any_of(streams.begin(), streams.end(), in_capture)) {
+    if (std::any_of(streams.begin(), streams.end(),
+                    [&of](const Stream& s) { return of(s).capturing; })) {
       still_unfenced.push_back(graph);  // try again once that capture is over
       continue;
     }
     graph->fence.reserve(streams.size());
     for (const Stream& stream : streams) {
-      std::shared_ptr<ReplayFence>& fence = by_stream[stream];
+      std::shared_ptr<ReplayFence>& fence = of(stream).fence;
       if (fence == nullptr) {
         fence = std::make_shared<ReplayFence>();
         if (up) {  // exiting: the runtime is gone, nothing is in flight any more
@@ -67,13 +82,16 @@ void record_fences(const std::vector<CapturedGraph*>& to_fence, std::vector<Capt
 // Note [Graph ownership of blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A captured copy keeps the host *address*; every replay reads or writes the bytes there as
-// they are at that moment. So each block records its users_: the graphs whose captured work
-// uses it (record_captured_use), whether the block was allocated inside a capture (a pool
-// block) or before it (a default-pool block, then marked captured_), and whichever pool the
-// graph captures into: a tensor kept from one graph and read by another graph's capture is
-// used by both. A block is never handed out again while
+// they are at that moment. So each graph lists the blocks its captured work uses
+// (record_captured_use), whether a block was allocated inside a capture (a pool block) or
+// before it (a default-pool block, then marked captured_), and whichever pool the graph
+// captures into: a tensor kept from one graph and read by another graph's capture is used by
+// both. Each block counts its entries in those lists (graph_uses_), and finish_graph_locked
+// takes them back. A graph lists a block once per run of uses (last_user_): a block used by two
+// captures in turn may be listed twice by one graph, and counted twice; the count stays exact.
+// A block is never handed out again while
 //   * its tensor is alive (allocated_), or
-//   * any graph in users_ exists, or died and its replays may still run (its fence is not
+//   * a graph that lists it exists, or died and its replays may still run (its fence is not
 //     complete: Note [Replay fences]), or
 //   * an eager copy from it may still run (events_pending_: the fence recorded when its
 //     tensor died, Note [Eager-use fences]).
@@ -156,6 +174,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
       PinBlock* block = *fits;
       free_list.erase(fits);
       block->allocated_ = true;
+      pool.blocks_in_use++;
       pool.bytes_in_use += block->size_;
       return {block->ptr_, block};
     }
@@ -165,7 +184,8 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
   block->ptr_ = allocate_raw(rounded, block.get());
   block->allocated_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
-  pool.blocks.insert(block.get());
+  pool.blocks++;
+  pool.blocks_in_use++;
   pool.bytes_held += rounded;
   pool.bytes_in_use += rounded;
   PinBlock* raw = block.release();
@@ -198,6 +218,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       block->free_deferred_ = true;  // ATen's free runs once the block settles
     } else {
       block->allocated_ = false;
+      block->pool_->blocks_in_use--;
       block->pool_->bytes_in_use -= block->size_;
     }
     if (fence.empty()) {
@@ -215,14 +236,9 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
 
 // recycled_by_native: the tensor of a block that a live graph's captured copies use dies.
 void PinPoolHostAllocatorImpl::audit_free_locked(PinBlock* block) {
-  bool alive = false;
-  bool capturing = false;
-  for (const CapturedGraph* graph : block->users_) {
-    alive = alive || graph->state != CapturedGraph::State::kDead;
-    capturing = capturing || graph->state == CapturedGraph::State::kCapturing;
-  }
-  if (alive) {
-    audit_->note_freed_while_used(block->ptr_, block->size_, block->pool_ != nullptr, capturing);
+  if (block->live_uses_ != 0) {
+    audit_->note_freed_while_used(block->ptr_, block->size_, block->pool_ != nullptr,
+                                  block->capturing_uses_ != 0);
   }
 }
 
@@ -232,7 +248,7 @@ void PinPoolHostAllocatorImpl::audit_free_locked(PinBlock* block) {
 void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
                                              std::vector<c10::DataPtr>& released,
                                              std::vector<PinBlock*>& base_frees) {
-  if (!block->users_.empty()) {
+  if (block->graph_uses_ != 0) {
     return;
   }
   GraphPool* pool = block->pool_;
@@ -261,14 +277,14 @@ void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
 void PinPoolHostAllocatorImpl::give_back_locked(PinBlock* block,
                                                 std::vector<c10::DataPtr>& released) {
   GraphPool* pool = block->pool_;
-  pool->blocks.erase(block);
+  pool->blocks--;
   pool->bytes_held -= block->size_;
   released.push_back(take_raw(block->ptr_));
   delete block;
 }
 
 void PinPoolHostAllocatorImpl::maybe_delete_pool_locked(GraphPool* pool) {
-  if (pool->released && pool->blocks.empty()) {
+  if (pool->released && pool->blocks == 0) {
     all_pools_.erase(std::remove(all_pools_.begin(), all_pools_.end(), pool), all_pools_.end());
     delete pool;
   }
@@ -302,7 +318,7 @@ void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
                                                    std::vector<c10::DataPtr>& released,
                                                    std::vector<PinBlock*>& base_frees) {
   for (PinBlock* block : graph->blocks) {
-    block->users_.erase(graph);
+    block->graph_uses_--;
     settle_locked(block, released, base_frees);
   }
   delete graph;
@@ -410,7 +426,6 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
   }
   if (!pass.to_fence.empty()) {
     // Only this thread (process_mutex_) touches fences and changes fenced_.
-    pass.fenced.clear();
     record_fences(pass.to_fence, pass.fenced, pass.still_unfenced);
     pass.to_fence.clear();
     {
@@ -452,7 +467,7 @@ std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {
       }
     }
     out.push_back({pool->id, pool->device, pool->graphs - pool->capturing, pool->capturing > 0,
-                   pool->released, pool->blocks.size(), pool->bytes_held, pool->bytes_in_use,
+                   pool->released, pool->blocks, pool->bytes_held, pool->bytes_in_use,
                    adopted.size()});
   }
   return out;

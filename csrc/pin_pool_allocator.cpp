@@ -312,15 +312,11 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
   int64_t blocks = 0, bytes = 0, active_blocks = 0, active_bytes = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (GraphPool* pool : all_pools_) {
-      for (PinBlock* block : pool->blocks) {
-        blocks += 1;
-        bytes += static_cast<int64_t>(block->size_);
-        if (block->allocated_) {
-          active_blocks += 1;
-          active_bytes += static_cast<int64_t>(block->size_);
-        }
-      }
+    for (const GraphPool* pool : all_pools_) {
+      blocks += static_cast<int64_t>(pool->blocks);
+      bytes += static_cast<int64_t>(pool->bytes_held);
+      active_blocks += static_cast<int64_t>(pool->blocks_in_use);
+      active_bytes += static_cast<int64_t>(pool->bytes_in_use);
     }
   }
   {  // large default-pool blocks (Note [Large blocks]): ATen's Base does not see them

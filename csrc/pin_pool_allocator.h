@@ -85,15 +85,21 @@ struct PinBlock : at::HostBlock<Stream> {
 
   // The graph pool that owns this block; null for default-pool blocks. Immutable.
   GraphPool* const pool_{nullptr};
-  // A default-pool block that a captured operation uses (users_ not empty): its free goes
+  // A default-pool block that a captured operation uses (graph_uses_ not 0): its free goes
   // through the slow path. See Note [Graph ownership of blocks].
   std::atomic<bool> captured_{false};
   // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
-  // Graphs whose captured work uses this block. A set: one persistent buffer may be read by
-  // thousands of graphs of one pool, and each capture and each finished graph touches it once.
-  ska::flat_hash_set<CapturedGraph*> users_;
-  bool free_deferred_{false};          // default-pool block freed while users_ was not empty
-  bool events_pending_{false};         // freed, waiting for its eager-use fence
+  // Its entries in the `blocks` lists of graphs not yet finished (Note [Graph ownership of
+  // blocks]): counts, so one persistent buffer read by thousands of graphs costs each capture
+  // and each finished graph one increment or decrement, and a block keeps no table.
+  uint32_t graph_uses_{0};  // of graphs capturing, alive, or dead with replays in flight
+  // Of which by graphs not dead, and by graphs capturing: counted only with the audit report
+  // on, their only reader (a reset then touches none of its graph's blocks).
+  uint32_t live_uses_{0};
+  uint32_t capturing_uses_{0};
+  uint64_t last_user_{0};       // handle of the graph that recorded its last use; never reused
+  bool free_deferred_{false};   // default-pool block freed while graph_uses_ was not 0
+  bool events_pending_{false};  // freed, waiting for its eager-use fence
   // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
   bool large_{false};  // immutable
 };
@@ -111,7 +117,10 @@ struct GraphPool {
   int unannounced{0};  // of which made without the Python hooks (release_pool ends them)
   bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
   std::vector<std::vector<PinBlock*>> free_blocks{64};  // reusable, by size index
-  ska::flat_hash_set<PinBlock*> blocks;                 // every block it owns
+  // What it owns: counts, not a set (a pool may hold thousands of blocks, and each is made
+  // in allocate_in_pool and ends in give_back_locked); in use: handed out (allocated_).
+  size_t blocks{0};
+  size_t blocks_in_use{0};
   size_t bytes_held{0};
   size_t bytes_in_use{0};
 };
@@ -135,7 +144,7 @@ struct CapturedGraph {
   std::optional<Stream> capture_stream;  // known once capture began
   // Inline storage for the usual graph (a few blocks, replayed on one stream): no heap
   // allocation per graph for these, nor a free when it finishes (Note [Pass scratch]).
-  c10::SmallVector<PinBlock*, 4> blocks;  // blocks whose captured work it uses
+  c10::SmallVector<PinBlock*, 4> blocks;  // blocks its captured work uses: one per use counted
   c10::SmallVector<Stream, 1> replay_streams;  // where it was replayed; no duplicates
   c10::SmallVector<std::shared_ptr<ReplayFence>, 1> fence;  // dead: one per replay stream
   bool fence_done{false};  // its fence completed (set and read under process_mutex_)
@@ -244,6 +253,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void stop_capture_locked(CapturedGraph* graph);
   void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
+  // With the audit report on: moves the live / capturing use counts of graph's blocks when it
+  // stops or resumes capturing, or dies.
+  void count_uses(const CapturedGraph& graph, int live, int capturing);
   bool runtime_still_captures(CapturedGraph* graph);
 
   // Graph pools internals (graph_pools.cpp).
@@ -287,7 +299,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::atomic<int> captures_underway_{0};
   std::atomic<int> pending_{0};  // dead graphs + pool blocks waiting for events
 
-  // Guards everything below, the graphs' and pools' fields, PinBlock::users_ /
+  // Guards everything below, the graphs' and pools' fields, PinBlock's use counts /
   // free_deferred_ / events_pending_, and the allocated_ flag of pool blocks. Only the slow
   // paths take it; it is never held while taking the GIL or backing_mutex_'s DataPtr dies.
   std::mutex mutex_;

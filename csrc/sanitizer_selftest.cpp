@@ -8,7 +8,7 @@
 // that spawned it (ci/lib/sanitize.sh, test/pinpool/test_sanitizer_injected.py). So a sanitized
 // build carries one defect per sanitizer, each on the allocator's own types, reached only by
 // an explicit call (inject_sanitizer_report, never from the allocator):
-//   use_after_free   (address)    a PinBlock is deleted, then its users_ are read
+//   use_after_free   (address)    a PinBlock is deleted, then its graph_uses_ is read
 //   data_race        (thread)     two threads add to a GraphPool's bytes_held without mutex_
 //   signed_overflow  (undefined)  a block's byte count overflows an int
 // A normal build compiles none of them: the call raises, naming the build switch.
@@ -43,7 +43,7 @@ int64_t use_after_free() {
   auto* block = new PinBlock(64, nullptr);
   PinBlock* volatile dangling = block;
   delete block;
-  return static_cast<int64_t>(dangling->users_.size());  // heap-use-after-free
+  return static_cast<int64_t>(dangling->graph_uses_);  // heap-use-after-free
 }
 
 int64_t data_race() {

@@ -5,7 +5,7 @@ graph (csrc/capture_registry.cpp, Note [Graph handles]).
 through these methods, so patching the class attributes covers them. Each hook is one registry
 call around the original method; the registry knows the torch_npu mode (whether torch_npu calls
 the pool hooks itself), so the hooks are the same on every supported torch_npu. A graph keeps
-one opaque attribute: its ``_GraphHandle``.
+one opaque attribute: its ``_GraphRef``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ import weakref
 from typing import Any, Callable
 
 _HANDLE = "_pinpool_graph"
-# handle -> weakref to its graph, while the graph's death is unreported. The weakref's callback
-# reports a garbage-collected graph (the C++ destructor calls the C++ reset directly, so only a
-# callback sees that); a plain weakref, not weakref.finalize, which costs a capture ~5 us more.
+# handle -> the graph's _GraphRef, while the graph's death is unreported. Holding the reference
+# here keeps it reachable, so its callback reports a garbage-collected graph even from a cycle
+# (the C++ destructor calls the C++ reset directly, so only a callback sees that); a plain
+# weakref, not weakref.finalize, which costs a capture ~5 us more.
 _live: dict[int, weakref.ref] = {}
+_ext: Any = None  # the extension module, set by install()
 _exiting = False  # after atexit: deaths are not reported (as weakref.finalize with atexit=False)
 
 
@@ -28,25 +30,30 @@ def _at_exit() -> None:
     _exiting = True
 
 
-class _GraphHandle:
-    """A graph's registry handle. ``release()`` reports the graph's death exactly once: on
-    ``reset()``, or from the weakref callback when the graph is garbage-collected, whichever
-    comes first (both pop the handle from ``_live``)."""
+class _GraphRef(weakref.ref):
+    """A graph's registry handle (``id``): the weak reference the graph keeps in its
+    ``__dict__`` and ``_live`` holds. Its death is reported exactly once: on ``reset()``, or by
+    the callback when the graph is garbage-collected, whichever comes first (both pop ``id``
+    from ``_live``). One object per graph, and no bound method: a reset frees nothing else."""
 
-    __slots__ = ("id", "_ext")
+    __slots__ = ("id",)
 
-    def __init__(self, ext: Any, graph: Any, handle: int) -> None:
+    def __init__(self, graph: Any, handle: int) -> None:
+        super().__init__(graph, _collected)
         self.id = handle
-        self._ext = ext
-        _live[handle] = weakref.ref(graph, self._collected)
+        _live[handle] = self
 
-    def _collected(self, _ref: weakref.ref) -> None:
-        if not _exiting:
-            self.release()
+    def __new__(cls, graph: Any, handle: int) -> _GraphRef:
+        return super().__new__(cls, graph, _collected)
 
     def release(self) -> None:
         if _live.pop(self.id, None) is not None:
-            self._ext.graph_died(self.id)
+            _ext.graph_died(self.id)
+
+
+def _collected(ref: _GraphRef) -> None:
+    if not _exiting:
+        ref.release()
 
 
 def _pool_arg(args: tuple, kwargs: dict) -> tuple[int, int]:
@@ -63,9 +70,9 @@ def _capture_begin(ext: Any, orig: Callable) -> Callable:
             ext.graph_capturing(handle)
         except BaseException:
             if ext.graph_begin_failed(handle):  # the runtime captures: keep protecting it
-                self.__dict__[_HANDLE] = _GraphHandle(ext, self, handle)
+                self.__dict__[_HANDLE] = _GraphRef(self, handle)
             raise
-        self.__dict__[_HANDLE] = _GraphHandle(ext, self, handle)
+        self.__dict__[_HANDLE] = _GraphRef(self, handle)
         return result
 
     return capture_begin
@@ -159,8 +166,10 @@ def install(ext: Any, audit: bool = False) -> None:
     import torch_npu
     from torch_npu.npu.graphs import NPUGraph
 
+    global _ext
     if getattr(NPUGraph, "_pinpool_hooked", False):
         return
+    _ext = ext
     hooks = dict(_HOOKS, replay=_replay_audited) if audit else _HOOKS
     for name, make in hooks.items():
         orig = getattr(NPUGraph, name)

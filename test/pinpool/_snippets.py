@@ -41,6 +41,12 @@ def under_sanitizer() -> bool:
     return bool(os.environ.get("PINPOOL_SANITIZER_REPORTS"))
 
 
+def under_thread_sanitizer() -> bool:
+    """The thread leg (ci/lib/sanitize.sh with KIND thread): TSan sees the simulated device's
+    kernels, so a race of torch_npu's own device writes fails the test that triggers it."""
+    return under_sanitizer() and bool(os.environ.get("TSAN_OPTIONS"))
+
+
 def simulator_api() -> bool:
     """Whether the simulated runtime's control API is visible to this session (not on a real NPU,
     nor in the "as a real NPU" leg). Only for an extra, simulator-only assertion."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._snippets import ON_OFF, TWO_DEVICES, env_for, native_pools
+from ._snippets import ON_OFF, TWO_DEVICES, env_for, native_pools, under_thread_sanitizer
 
 SLOW = pytest.mark.simulator  # the task delay is the simulator's
 DELAYS = pytest.mark.parametrize(
@@ -184,6 +184,15 @@ def test_captures_in_turn_share_a_buffer(scenario, plugin, end):
     per graph (Note [Graph ownership of blocks]): one count too few would hand the buffer out
     under B, one too many would keep it. Native frees the buffer B still reads; what B's replay
     then reads depends on the hardware, so only A's replay is asserted with the plugin off."""
+    if under_thread_sanitizer():
+        # A dispatch log shows torch_npu's C++ NPUGraph::capture_begin filling two int64 device
+        # tensors on the capture stream, the same tensors for every graph: two captures at once
+        # write them from two streams unordered. TSan reported that (FillKernel on two stream
+        # workers, 2.10, plugin on and off); an NPU's kernels are out of TSan's sight.
+        pytest.skip(
+            "torch_npu's capture_begin writes shared device tensors from each capture "
+            "stream; two captures at once race on them under ThreadSanitizer"
+        )
     o = scenario("captures_in_turn_share_buffer", env=env_for(plugin, PINPOOL_END=end)).result
     assert o["replay_a"] == [5.0, 5.0], o
     if plugin:

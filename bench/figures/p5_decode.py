@@ -4,9 +4,7 @@ graph (pinned H2D + D2D), copy its output back into a persistent pinned buffer n
 synchronize the stream, check it. `steps` steps per repetition: steps/s (wall), and CPU per step
 of the Python thread (where the allocator, the replay hook and the copy guard run) and of the
 whole process (with torch_npu's task queue and the simulator's stream workers). `warmup` steps
-run first: a fresh loop's first ~1,400 steps cost ~25% more per step with either allocator, so
-with 20 warm-up steps the median of 15 repetitions sat on that edge and moved with whatever
-figure ran before (P2's plugin/native Python CPU: 1.118 with 20 steps).
+run first, so the repetitions time the loop's steady state with either allocator.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ graph (pinned H2D + D2D), copy its output back into a persistent pinned buffer n
 synchronize the stream, check it. `steps` steps per repetition: steps/s (wall), and CPU per step
 of the Python thread (where the allocator, the replay hook and the copy guard run) and of the
 whole process (with torch_npu's task queue and the simulator's stream workers). `warmup` steps
-run first, so the repetitions time the loop's steady state with either allocator.
+run first, so the repetitions time the loop's steady state with either allocator. The loop's
+speed differs between processes with either allocator (a process settles into a fast or a slow
+mode: the per-trial medians in the JSON), so P5 runs in `trials` processes per variant: the
+extra ones run P5 alone.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ NAME = "P5"
 TITLE = "decode loop, one replay per step"
 TARGET = "plugin/native steps/s >= 0.99"
 VARIANTS = ("native", "plugin")
-SETTINGS = {"steps": 200, "bytes": 64 * 1024, "reps": 15, "warmup": 2000}
-QUICK = {"steps": 50}
+SETTINGS = {"steps": 200, "bytes": 64 * 1024, "reps": 15, "warmup": 2000, "trials": 24}
+QUICK = {"steps": 50, "trials": 0}
 
 
 def make_step(torch, n: int):

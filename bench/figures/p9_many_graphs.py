@@ -6,7 +6,10 @@ capture, copied into the graph's own device slot): the cost per graph of capturi
 replaying each once (then one synchronize), resetting each, and one host_empty_cache()
 afterwards; CPU time of the Python thread / G, and wall / G. Native >= 2.11 gives nothing back
 there (it keeps every capture-time block), so the host_empty_cache() after G eager pinned blocks
-of the same size were freed is measured too: the reference for giving G blocks back. Also the
+of the same size were freed is measured too: the reference for giving G blocks back; and,
+beside it, the del of G such eager tensors and the host_empty_cache() after it, timed together
+(what giving back G pinned tensors costs when their free is timed too: a graph's host_empty_cache
+with the plugin also runs torch_npu's free of each block, Note [Backing store]). Also the
 pinned bytes held per graph after the captures (simulator, after gc + synchronize +
 host_empty_cache), what is left after the final host_empty_cache, and the device bytes each
 replay wrote (checked once per G).
@@ -28,6 +31,7 @@ SETTINGS = {"graphs": [10, 100, 1000, 5000], "shared_bytes": 64 * 1024, "temp_by
 QUICK = {"graphs": [10, 100, 1000], "reps": 1}
 OPS = ("capture", "replay", "reset", "host_empty_cache")
 REFERENCE = "host_empty_cache of G eager blocks"
+WITH_FREE = "del + host_empty_cache of G eager tensors"
 
 
 def capture_all(torch, G: int, n: int, pool, h_shared, d_shared, d_slots) -> list:
@@ -87,6 +91,11 @@ def one_rep(ctx, torch, G: int, out: dict) -> None:
     torch.npu.synchronize()
     with Clock() as clocks[REFERENCE]:
         simrt.host_empty_cache()
+    eager = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in range(G)]
+    torch.npu.synchronize()
+    with Clock() as clocks[WITH_FREE]:
+        del eager
+        simrt.host_empty_cache()
     for op, c in clocks.items():
         out["samples"].setdefault(f"{op} G={G} cpu", []).append(c.cpu / G * 1e6)
         out["samples"].setdefault(f"{op} G={G} wall", []).append(c.wall / G * 1e6)
@@ -137,6 +146,11 @@ def summarize(runs: stats.Runs) -> list[dict]:
     rows.append(stats.timed_row(runs, f"host_empty_cache G={G} cpu", f"host_empty_cache per "
                                 f"graph vs native's {REFERENCE}, G={G}", "us", limit=2.0,
                                 base_key=f"{REFERENCE} G={G} cpu", readme=True))
+    rows.append(stats.timed_row(runs, f"{WITH_FREE} G={G} cpu", f"{WITH_FREE}, per tensor, "
+                                f"G={G}", "us"))
+    rows.append(stats.timed_row(runs, f"host_empty_cache G={G} cpu", f"host_empty_cache per "
+                                f"graph vs native's {WITH_FREE}, G={G}", "us",
+                                base_key=f"{WITH_FREE} G={G} cpu", readme=True))
     for G in Gs:
         rows.append(stats.value_row(runs, f"held per graph G={G}", f"pinned bytes held per "
                                     f"graph, G={G}", "B", readme=G == Gs[-1]))

@@ -2,7 +2,9 @@
 
 Per trial it starts one worker per variant the selected figures need (harness/variants.py),
 in an order rotated every trial (N P, P N, ... for two variants), so every variant sees the
-same machine state; each worker runs every selected figure that lists its variant.
+same machine state; each worker runs every selected figure that lists its variant. A figure
+whose settings ask for more processes (``trials``: its spread is between processes, not
+within one) runs alone in the extra trials.
 """
 
 from __future__ import annotations
@@ -73,17 +75,24 @@ def run_worker(variant: str, names: list[str], sets: dict, timeout: float) -> di
     return res
 
 
+def trials_of(name: str, sets: dict, trials: int) -> int:
+    """Processes per variant for one figure: the run's, or more if its settings ask."""
+    return max(trials, int(sets[name].get("trials") or 0))
+
+
 def run_trials(names: list[str], sets: dict, trials: int, timeout: float, tag: str) -> list:
-    variants = variants_of(names)
+    total = max(trials_of(n, sets, trials) for n in names)
     out = []
-    for t in range(trials):
+    for t in range(total):
+        these = [n for n in names if t < trials_of(n, sets, trials)]
+        variants = variants_of(these)
         k = t % len(variants)
         trial = {}
         for v in variants[k:] + variants[:k]:
-            trial[v] = run_worker(v, names, sets, timeout)
+            trial[v] = run_worker(v, these, sets, timeout)
             status = trial[v].get("failed") or f"ok {trial[v]['wall_seconds']:.1f} s"
-            print(f"[bench {tag}] trial {t + 1}/{trials} {v}: {status}", file=sys.stderr,
-                  flush=True)
+            print(f"[bench {tag}] trial {t + 1}/{total} {v} ({','.join(these)}): {status}",
+                  file=sys.stderr, flush=True)
         out.append(trial)
     return out
 
@@ -141,8 +150,9 @@ def summarize(names: list[str], trials: list) -> dict[str, Any]:
         rows = fig.summarize(stats.Runs(name, trials))
         errors = [{"variant": v, "tb": r["errors"][name][-1500:]} for t in trials
                   for v, r in t.items() if name in (r.get("errors") or {})]
+        ran = sum(any(name in (r.get("figures") or {}) for r in t.values()) for t in trials)
         out[name] = {"title": fig.TITLE, "target": fig.TARGET, "rows": rows, "errors": errors,
-                     "verdict": stats.worst(r["verdict"] for r in rows)}
+                     "verdict": stats.worst(r["verdict"] for r in rows), "trials": ran}
     return out
 
 

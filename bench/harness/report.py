@@ -58,9 +58,16 @@ def _variants(fig: dict) -> list[str]:
     return seen
 
 
-def figure_lines(name: str, fig: dict) -> list[str]:
+def _own_trials(fig: dict, meta: dict) -> str:
+    """", N trials" when the figure ran in more trials than the run (its `trials` setting)."""
+    n = fig.get("trials")
+    return f", {n} trials" if n and n != meta["trials"] else ""
+
+
+def figure_lines(name: str, fig: dict, meta: dict) -> list[str]:
     vs = _variants(fig)
-    head = f"{name} {fig['title']}  |  target: {fig['target']}  |  {fig['verdict'] or '-'}"
+    head = (f"{name} {fig['title']}{_own_trials(fig, meta)}  |  target: {fig['target']}  |  "
+            f"{fig['verdict'] or '-'}")
     lines = [head, "   " + " | ".join([f"{'':<44}"] + [f"{v:>26}" for v in vs]
                                        + ["ratio (paired q1..q3)", "target", "verdict"])]
     for r in fig["rows"]:
@@ -86,7 +93,7 @@ def table(meta: dict, summary: dict, health: dict) -> str:
            ""]
     out += [f"   {v}: {what}" for v, what in meta["variants"].items()] + [""]
     for name, fig in summary.items():
-        out += figure_lines(name, fig) + [""]
+        out += figure_lines(name, fig, meta) + [""]
     viol = ", ".join(f"{v} {n}" for v, n in sorted(health["violation_lines"].items()))
     out.append(f"health: failed runs {len(health['failed_runs'])}, simulator violation lines: "
                f"{viol}")
@@ -118,7 +125,8 @@ def _md_pair(data: dict) -> list[str]:
     for name, fig in data["summary"].items():
         rows = [r for r in fig["rows"] if r.get("readme")] or fig["rows"][:1]
         for i, r in enumerate(rows):
-            first = f"**{name}** {fig['title']}: {fig['verdict'] or '-'}" if i == 0 else ""
+            first = (f"**{name}** {fig['title']}{_own_trials(fig, meta)}: "
+                     f"{fig['verdict'] or '-'}") if i == 0 else ""
             cells = [fmt_cell(r["cells"].get(v), r["unit"]) for v in ("native", "plugin")]
             out.append(f"| {first} | {r['label']} | {cells[0]} | {cells[1]} | {fmt_ratio(r)} | "
                        f"{r.get('target') or ''} | {r.get('verdict') or ''} |")

@@ -38,3 +38,24 @@ def test_quick_run_writes_summary_and_byte_verdicts(tmp_path):
         assert all(r["cells"]["plugin"]["values"] == [0] for r in checked), checked
     table = path.with_name(path.name[: -len(".json")] + ".txt").read_text()
     assert "P9 many graphs in one pool" in table
+
+
+@pytest.mark.simulator
+def test_figure_trials_setting_runs_that_figure_in_extra_processes(tmp_path):
+    """A figure's `trials` setting gives it more processes per variant than the run's
+    --trials, and the extra processes run that figure alone (P5: its speed differs between
+    processes). One run trial of P3 and P5, P5 asking for 2: P5's summary covers 2 trials, P3's
+    1, and the second trial's workers ran P5 only."""
+    cmd = [sys.executable, BENCH, "--quick", "--trials", "1", "--figures", "P3,P5",
+           "--set", "P5.trials=2", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert data["summary"]["P5"]["trials"] == 2
+    assert data["summary"]["P3"]["trials"] == 1
+    first, second = data["trials"]
+    for variant in ("native", "plugin"):
+        assert set(first[variant]["figures"]) == {"P3", "P5"}
+        assert set(second[variant]["figures"]) == {"P5"}
+    table = next(tmp_path.glob("*.txt")).read_text()
+    assert "P5 decode loop, one replay per step, 2 trials" in table

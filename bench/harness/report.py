@@ -59,7 +59,8 @@ def _variants(fig: dict) -> list[str]:
 
 
 def _own_trials(fig: dict, meta: dict) -> str:
-    """", N trials" when the figure ran in more trials than the run (its `trials` setting)."""
+    """The suffix ", N trials" when the figure ran in more trials than the run (its `trials`
+    setting), else nothing."""
     n = fig.get("trials")
     return f", {n} trials" if n and n != meta["trials"] else ""
 

@@ -485,7 +485,7 @@ bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
                                                 std::shared_ptr<void> state) {
   std::vector<PinBlock*> found;
   for (const auto& [ptr, ctx] : blocks) {
-    found.push_back(find_block(ptr, ctx));  // backing_mutex_, never under mutex_
+    found.push_back(find_block(ptr));  // map_mutex_, never under mutex_
   }
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = capturing_graph_locked(stream);

@@ -16,22 +16,19 @@ namespace torch_npu_pinpool {
 namespace {
 size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
-// Appends to `done` the fenced graphs whose fences completed (wait: waiting for each, bounded)
-// and marks them fence_done. In fence order; a pass that does not wait stops at the first fence
-// still in flight (Note [Replay fences]).
-void completed(const std::vector<CapturedGraph*>& fenced, bool wait,
+// Appends to `done` the fenced graphs whose fences completed, in fence order, and marks them
+// fence_done; stops at the first fence that did not complete by `deadline` (one deadline for
+// the whole call, however many graphs share that fence: Note [Replay fences]).
+void completed(const std::vector<CapturedGraph*>& fenced, Deadline deadline,
                std::vector<CapturedGraph*>& done) {
   for (CapturedGraph* graph : fenced) {
-    bool complete = true;
     for (auto& fence : graph->fence) {
-      complete = complete && (wait ? wait_events(fence->events) : events_done(fence->events));
+      if (!wait_events(fence->events, deadline)) {
+        return;
+      }
     }
-    if (complete) {
-      graph->fence_done = true;
-      done.push_back(graph);
-    } else if (!wait) {
-      break;
-    }
+    graph->fence_done = true;
+    done.push_back(graph);
   }
 }
 
@@ -56,6 +53,21 @@ void record_fences(const std::vector<CapturedGraph*>& to_fence, std::vector<Capt
     return entry;
   };
   const bool up = runtime_up();
+  // The fence of `stream`, recorded once per pass; null when the runtime refused the record.
+  auto fence_of = [&](const Stream& stream) -> std::shared_ptr<ReplayFence> {
+    StreamFence& entry = of(stream);
+    if (entry.fence == nullptr) {
+      Event event = up ? try_record_on(stream) : nullptr;  // exiting: nothing is in flight
+      if (up && event == nullptr) {
+        return nullptr;
+      }
+      entry.fence = std::make_shared<ReplayFence>();
+      if (event != nullptr) {
+        entry.fence->events.push_back(std::move(event));
+      }
+    }
+    return entry.fence;
+  };
   for (CapturedGraph* graph : to_fence) {
     const auto& streams = graph->replay_streams;
     if (std::any_of(streams.begin(), streams.end(),
@@ -63,18 +75,20 @@ void record_fences(const std::vector<CapturedGraph*>& to_fence, std::vector<Capt
       still_unfenced.push_back(graph);  // try again once that capture is over
       continue;
     }
-    graph->fence.reserve(streams.size());
+    graph->fence.clear();
     for (const Stream& stream : streams) {
-      std::shared_ptr<ReplayFence>& fence = of(stream).fence;
-      if (fence == nullptr) {
-        fence = std::make_shared<ReplayFence>();
-        if (up) {  // exiting: the runtime is gone, nothing is in flight any more
-          fence->events.push_back(record_on(stream));
-        }
+      if (auto fence = fence_of(stream)) {
+        graph->fence.push_back(std::move(fence));
+      } else {
+        break;
       }
-      graph->fence.push_back(fence);
     }
-    fenced.push_back(graph);
+    if (graph->fence.size() == streams.size()) {
+      fenced.push_back(graph);
+    } else {
+      graph->fence.clear();
+      still_unfenced.push_back(graph);  // a record failed: try again on a later pass
+    }
   }
 }
 }  // namespace
@@ -346,11 +360,11 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
     }
     if (wait) {  // this caller's own pass, even if another thread consumed the request
       process_again_.store(false);
-      process_pending_pass(/*wait=*/true);
+      process_pending_pass(fence_wait_deadline());
       wait = false;
     }
     while (process_again_.exchange(false)) {
-      process_pending_pass(/*wait=*/false);
+      process_pending_pass(no_wait());
     }
     serial.unlock();
     if (!process_again_.load()) {
@@ -359,11 +373,11 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
   }
 }
 
-// Finishes the fenced graphs whose fence completed (wait: waits for each). Only the thread in
+// Finishes the fenced graphs whose fence completed by `deadline`. Only the thread in
 // process_pending (process_mutex_) changes fenced_, so it reads it here without mutex_.
-void PinPoolHostAllocatorImpl::finish_fenced(bool wait, PassScratch& pass) {
+void PinPoolHostAllocatorImpl::finish_fenced(Deadline deadline, PassScratch& pass) {
   pass.done.clear();
-  completed(fenced_, wait, pass.done);
+  completed(fenced_, deadline, pass.done);
   if (pass.done.empty()) {
     return;
   }
@@ -384,7 +398,7 @@ void PinPoolHostAllocatorImpl::finish_fenced(bool wait, PassScratch& pass) {
 // pass works in scratch_, which only the thread inside process_pending (process_mutex_)
 // touches: every vector is empty between passes and keeps its capacity. The DataPtrs in
 // `released` die at the end of the pass, with no lock of ours held.
-void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
+void PinPoolHostAllocatorImpl::process_pending_pass(Deadline deadline) {
   PassScratch& pass = scratch_;
   pass.clear();  // empty unless the last pass threw
 
@@ -417,10 +431,10 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
   // Dead graphs (Note [Replay fences]): finish those whose fence completed, then fence those
   // that died since (unless a fence is still in flight and this pass does not wait), then
   // finish the new fences that are done already (an idle stream's, say).
-  finish_fenced(wait, pass);
+  finish_fenced(deadline, pass);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (wait || fenced_.empty()) {
+    if (deadline != no_wait() || fenced_.empty()) {
       pass.to_fence.swap(unfenced_);
     }
   }
@@ -435,7 +449,7 @@ void PinPoolHostAllocatorImpl::process_pending_pass(bool wait) {
     }
     pass.still_unfenced.clear();
     if (!pass.fenced.empty()) {
-      finish_fenced(wait, pass);
+      finish_fenced(deadline, pass);
     }
   }
   {

@@ -24,8 +24,8 @@ namespace {
 // lock-free bucket path of ATen's allocator is what eager code wants (P7 sizes stay there);
 // above it one request can waste tens of MiB (P6: a 24 MiB request pins 32 MiB natively).
 constexpr size_t kDefaultLargeBlockMB = 32;
-// A cached block is reused for a request it holds with at most 1/8 of it to spare.
-constexpr size_t kMaxSlackShift = 3;
+// Idle large blocks kept for reuse, at most (TORCH_NPU_PINPOOL_LARGE_CACHE_MB).
+constexpr size_t kDefaultLargeCacheMB = 4096;
 
 // Whether c10's allocator config has the pinned rounding / caching limits (PyTorch PR 171662:
 // torch 2.13 has them, 2.10 does not). Detected, not assumed from the version number.
@@ -39,14 +39,14 @@ struct HasPinnedLimits<C, std::void_t<decltype(C::pinned_max_round_threshold()),
 template <typename Config>
 bool configure_pinned_limits(size_t threshold) {
   if constexpr (HasPinnedLimits<Config>::value) {
-    // Strictly below the threshold: torch_npu must not round or cache a request of exactly
-    // `threshold` bytes either. In MiB, as the setting is spelled.
-    const size_t mb = (threshold >> 20) > 0 ? (threshold >> 20) - 1 : 0;
+    // Both limits at the threshold, a power of two: Note [Large blocks]. In MiB, as the
+    // settings are spelled; a limit the user set lower stays theirs.
+    const size_t mb = threshold >> 20;
     std::string settings;
-    if (Config::pinned_max_round_threshold() > (mb << 20)) {
+    if (Config::pinned_max_round_threshold() > threshold) {
       settings += "pinned_max_round_threshold_mb:" + std::to_string(mb);
     }
-    if (Config::pinned_max_cached_size() > (mb << 20)) {
+    if (Config::pinned_max_cached_size() > threshold) {
       settings += std::string(settings.empty() ? "" : ",") +
                   "pinned_max_cached_size_mb:" + std::to_string(mb);
     }
@@ -61,22 +61,35 @@ bool configure_pinned_limits(size_t threshold) {
   }
 }
 
+// TORCH_NPU_PINPOOL_<name>, a whole number of MiB >= 0, or `fallback` MiB when unset.
+size_t env_mb(const char* name, size_t fallback, const char* zero_means) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') {
+    return fallback << 20;
+  }
+  char* end = nullptr;
+  const long long mb = std::strtoll(env, &end, 10);
+  TORCH_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb < (1LL << 40), "torch_npu_pinpool: ",
+              name, "=", env, " is not a whole number of MiB >= 0 (0 ", zero_means,
+              "). Fix or unset it.");
+  return static_cast<size_t>(mb) << 20;
+}
+
 }  // namespace
 
 size_t large_block_threshold() {
   static const size_t threshold = []() -> size_t {
-    const char* env = std::getenv("TORCH_NPU_PINPOOL_LARGE_BLOCK_MB");
-    if (env == nullptr || *env == '\0') {
-      return kDefaultLargeBlockMB << 20;
-    }
-    char* end = nullptr;
-    const long long mb = std::strtoll(env, &end, 10);
-    TORCH_CHECK(end != nullptr && *end == '\0' && mb >= 0,
-                "torch_npu_pinpool: TORCH_NPU_PINPOOL_LARGE_BLOCK_MB=", env,
-                " is not a whole number of MiB >= 0 (0 turns large blocks off). Fix or unset it.");
-    return static_cast<size_t>(mb) << 20;
+    const size_t bytes =
+        env_mb("TORCH_NPU_PINPOOL_LARGE_BLOCK_MB", kDefaultLargeBlockMB, "turns large blocks off");
+    return bytes == 0 ? 0 : c10::llvm::PowerOf2Ceil(bytes);
   }();
   return threshold;
+}
+
+size_t large_cache_limit() {
+  static const size_t limit =
+      env_mb("TORCH_NPU_PINPOOL_LARGE_CACHE_MB", kDefaultLargeCacheMB, "caches no idle block");
+  return limit;
 }
 
 size_t round_large(size_t size) {
@@ -112,43 +125,39 @@ static int64_t pinned_bytes(size_t size) {
 }
 
 PinBlock* LargeBlocks::take(size_t rounded) {
+  // A block that holds the request (PyTorch PR 192722) and wastes no more of it than native's
+  // power-of-two rounding would; the smallest such, once its eager uses completed.
+  const size_t most = c10::llvm::PowerOf2Ceil(rounded);
   std::lock_guard<std::mutex> lock(mutex_);
   auto best = cached_.end();
   for (auto it = cached_.begin(); it != cached_.end(); ++it) {
     const size_t size = it->block->size_;
-    // Only a block that holds the request (PyTorch PR 192722), without much to spare.
-    if (size < rounded || size - rounded > (rounded >> kMaxSlackShift)) {
+    if (size < rounded || size > most || (best != cached_.end() && best->block->size_ <= size)) {
       continue;
     }
-    if (best != cached_.end() && best->block->size_ <= size) {
-      continue;
+    if (it->fence.done()) {  // else a non_blocking copy from it may still be queued
+      best = it;
     }
-    if (!it->fence.done()) {
-      continue;  // a non_blocking copy from it may still be queued
-    }
-    best = it;
   }
   if (best == cached_.end()) {
     return nullptr;
   }
   PinBlock* block = best->block;
   cached_.erase(best);
+  idle_bytes_ -= block->size_;
   block->allocated_ = true;
   active_blocks_ += 1;
   active_bytes_ += pinned_bytes(block->size_);
   return block;
 }
 
-PinBlock* LargeBlocks::add(size_t rounded, void* ptr) {
-  auto* block = new PinBlock(rounded, ptr);
-  block->large_ = true;
+void LargeBlocks::add(PinBlock* block) {
   block->allocated_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   blocks_ += 1;
-  bytes_ += pinned_bytes(rounded);
+  bytes_ += pinned_bytes(block->size_);
   active_blocks_ += 1;
-  active_bytes_ += pinned_bytes(rounded);
-  return block;
+  active_bytes_ += pinned_bytes(block->size_);
 }
 
 void LargeBlocks::put(PinBlock* block) {
@@ -157,23 +166,25 @@ void LargeBlocks::put(PinBlock* block) {
   block->allocated_ = false;
   active_blocks_ -= 1;
   active_bytes_ -= pinned_bytes(block->size_);
-  cached_.push_back(std::move(item));
+  idle_bytes_ += block->size_;
+  cached_.push_back(std::move(item));  // newest last: eviction takes from the front
 }
 
-std::vector<PinBlock*> LargeBlocks::take_idle() {
+std::vector<PinBlock*> LargeBlocks::take_idle(size_t keep_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<PinBlock*> idle;
-  std::vector<Cached> keep;
-  for (auto& item : cached_) {
-    if (item.fence.done()) {
-      idle.push_back(item.block);
-      blocks_ -= 1;
-      bytes_ -= pinned_bytes(item.block->size_);
-    } else {
-      keep.push_back(std::move(item));
+  for (auto it = cached_.begin(); it != cached_.end() && idle_bytes_ > keep_bytes;) {
+    if (!it->fence.done()) {
+      ++it;  // still read by a queued copy: it stays until that copy ran
+      continue;
     }
+    PinBlock* block = it->block;
+    idle.push_back(block);
+    idle_bytes_ -= block->size_;
+    blocks_ -= 1;
+    bytes_ -= pinned_bytes(block->size_);
+    it = cached_.erase(it);
   }
-  cached_.swap(keep);
   return idle;
 }
 

@@ -1,22 +1,31 @@
 // LargeBlocks: eager pinned blocks at or above TORCH_NPU_PINPOOL_LARGE_BLOCK_MB, pinned at their
-// size rounded to the page, cached by exact size (issue #14).
+// size rounded to the page, cached and reused (issue #14, issue #33).
 //
 // Note [Large blocks]
 // ~~~~~~~~~~~~~~~~~~~
 // Every caching host allocator of this lineage rounds a request up to a power of two, so a
-// 20.4 GiB request pins 32 GiB. Requests of at least large_block_threshold() bytes skip that:
+// 20.4 GiB request pins 32 GiB. Requests of at least large_block_threshold() bytes (a power of
+// two) skip that; every smaller request goes to ATen's Base as it would natively:
 //   * size: round_large(size) = size rounded up to the page size.
 //   * bytes: still from torch_npu's own host allocator (Note [Backing store]), so torch_npu's
 //     copy kernels find the pointer (ptr_exist) and send record_event to the registry: eager
-//     non_blocking copies stay protected. torch_npu rounds too; where c10 has them (2.13, not 2.11) it obeys
-//     c10's pinned_max_round_threshold_mb / pinned_max_cached_size_mb, which
-//     configure_native_rounding() sets to the threshold at activation, so torch_npu pins the
-//     exact size and never caches such a block itself (a bucket of unrounded blocks is the
-//     heap overflow of PyTorch PR 192722). On torch <= 2.10 there is no such setting and
-//     torch_npu still pins a power of two (see native_rounds_large()).
+//     non_blocking copies stay protected. torch_npu rounds and caches by c10's
+//     pinned_max_round_threshold_mb / pinned_max_cached_size_mb where c10 has them (2.13 on;
+//     not 2.11); configure_native_rounding() sets both to the threshold at activation (a limit
+//     the user set lower stays). torch_npu then pins a large block at its exact size and never
+//     caches it (a bucket of unrounded blocks is the heap overflow of PyTorch PR 192722), while
+//     ATen's Base - which reads the same two settings - rounds and caches every request it gets
+//     (all below the threshold, so at most the threshold once rounded) exactly as with c10's
+//     defaults. No other reader of the settings is affected. On torch <= 2.12 without them
+//     torch_npu still pins a power of two (native_rounds_large()).
 //   * reuse: a freed block is cached here with the fence of its eager uses (recorded on free,
-//     never a synchronization: Note [Eager-use fences]); take() hands it only to a request it
-//     can hold (size >= request, at most 1/8 slack), once that fence is done.
+//     never a synchronization: Note [Eager-use fences]); take() hands it, once that fence is
+//     done, to a request it holds with no more to spare than native's rounding would waste
+//     (size <= PowerOf2Ceil(request)): a request native would serve from its cached block is
+//     served from ours.
+//   * giving back: idle blocks stay cached until host_empty_cache(), until a pin fails (then
+//     all go back and the pin is tried again), or, oldest first, while more than
+//     large_cache_limit() bytes are idle when a new one is pinned.
 //   * capture: a large block a captured operation uses is adopted by the capture's pool like
 //     any default-pool block (Note [Graph ownership of blocks]); its free waits for its graphs.
 #pragma once
@@ -32,12 +41,14 @@
 namespace torch_npu_pinpool {
 
 // Requests of at least this many bytes are large blocks (0: feature off).
-// TORCH_NPU_PINPOOL_LARGE_BLOCK_MB, read once; default kDefaultLargeBlockMB.
+// TORCH_NPU_PINPOOL_LARGE_BLOCK_MB rounded up to a power of two, read once; default 32 MiB.
 size_t large_block_threshold();
+// Idle large blocks kept at most: TORCH_NPU_PINPOOL_LARGE_CACHE_MB, read once; default 4 GiB.
+size_t large_cache_limit();
 // `size` rounded up to the page size.
 size_t round_large(size_t size);
 // Sets c10's pinned_max_round_threshold_mb / pinned_max_cached_size_mb to the threshold when
-// torch has them (2.13; not 2.11) and the user did not set them lower. Returns false if torch lacks them.
+// torch has them and the user did not set them lower. Returns false if torch lacks them.
 bool configure_native_rounding();
 // Whether torch_npu still rounds a large block to a power of two (torch without the threshold).
 bool native_rounds_large();
@@ -47,13 +58,14 @@ class LargeBlocks {
   // A cached block that holds `rounded` bytes whose eager uses completed, or null. Marks it
   // allocated.
   PinBlock* take(size_t rounded);
-  // A new block (already allocated) of `rounded` bytes at `ptr`.
-  PinBlock* add(size_t rounded, void* ptr);
+  // A new block, just pinned (large_, ptr_ and size_ set): counted, and marked allocated.
+  void add(PinBlock* block);
   // A freed block, with the fence of its eager uses (Note [Eager-use fences]): neither reused
   // nor given back before the fence is done.
   void put(PinBlock* block);
-  // Removes and returns every cached block whose events completed (empty_cache).
-  std::vector<PinBlock*> take_idle();
+  // Removes and returns cached blocks whose events completed, oldest first, until at most
+  // `keep_bytes` stay idle (0: every such block).
+  std::vector<PinBlock*> take_idle(size_t keep_bytes);
 
   struct Stats {
     int64_t blocks, bytes, active_blocks, active_bytes;
@@ -67,7 +79,8 @@ class LargeBlocks {
   };
 
   std::mutex mutex_;
-  std::vector<Cached> cached_;  // few: large blocks are rare
+  std::vector<Cached> cached_;  // oldest first; few: large blocks are rare
+  size_t idle_bytes_{0};        // sum of the cached blocks' sizes
   int64_t blocks_{0}, bytes_{0}, active_blocks_{0}, active_bytes_{0};
 };
 

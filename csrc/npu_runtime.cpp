@@ -112,6 +112,16 @@ Event record_on(const Stream& stream) {
   return event;
 }
 
+Event try_record_on(const Stream& stream) {
+  try {
+    return record_on(stream);
+  } catch (const std::exception& e) {
+    TORCH_WARN_ONCE("torch_npu_pinpool: recording a fence event failed (", e.what(),
+                    "); the pinned memory it would fence stays held until a record succeeds.");
+    return nullptr;
+  }
+}
+
 bool event_done(Event& event) {
   try {
     const c10::DeviceIndex device = event->device_index();
@@ -121,8 +131,9 @@ bool event_done(Event& event) {
     }
     return event->query();
   } catch (const std::exception& e) {
-    LOG(WARNING) << "torch_npu_pinpool: event query failed: " << e.what();
-    return true;
+    TORCH_WARN_ONCE("torch_npu_pinpool: an event query failed (", e.what(),
+                    "); the pinned memory it fences stays held.");
+    return false;
   }
 }
 
@@ -136,13 +147,17 @@ bool events_done(std::vector<Event>& events) {
   return true;
 }
 
+Deadline fence_wait_deadline() { return std::chrono::steady_clock::now() + kFenceWaitLimit; }
+
 // Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue,
 // and query() is the answer that accounts for that.
-bool wait_events(std::vector<Event>& events) {
+bool wait_events(std::vector<Event>& events, Deadline deadline) {
   if (events_done(events)) {
     return true;  // the usual case, without reading the clock (one fence serves many graphs)
   }
-  const auto deadline = std::chrono::steady_clock::now() + kFenceWaitLimit;
+  if (deadline == no_wait()) {
+    return false;
+  }
   auto pause = std::chrono::microseconds(20);
   while (!events_done(events)) {
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -167,10 +182,12 @@ bool UseFence::record() {
   }
   std::vector<Stream> still;
   for (const Stream& stream : unfenced_) {
-    if (in_capture(stream)) {  // Note [Is this stream capturing]
+    // Never on a capturing stream: Note [Is this stream capturing].
+    Event event = in_capture(stream) ? nullptr : try_record_on(stream);
+    if (event == nullptr) {
       still.push_back(stream);
     } else {
-      events_.push_back(record_on(stream));
+      events_.push_back(std::move(event));
     }
   }
   unfenced_.swap(still);

@@ -6,6 +6,7 @@
 #include <torch_npu/csrc/core/npu/NPUEvent.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -58,16 +59,27 @@ bool runtime_up();
 
 // An event recorded on `stream` (NPUEvent::record makes the stream's device current).
 Event record_on(const Stream& stream);
+// record_on, or null when the runtime refused the record (warned once): the caller keeps the
+// stream unfenced and tries again on a later pass, so a failed record never drops work.
+Event try_record_on(const Stream& stream);
 
-// Whether the event completed, asked with its device current. A runtime error counts as
-// completed (as in torch_npu's allocator), so a broken device cannot wedge the host allocator.
+// Whether the event completed, asked with its device current. A runtime error counts as not
+// completed (torch_npu's own NPUEvent::query raises it): the bytes stay held, never reused
+// while a copy may still read them; waits are bounded (Deadline), so nothing hangs on it.
 bool event_done(Event& event);
 
 // Drops the completed events from the back; true when none is left.
 bool events_done(std::vector<Event>& events);
 
-// events_done, polling until `events` completed or the limit passed (then false).
-bool wait_events(std::vector<Event>& events);
+// A moment a wait gives up at: one per host_empty_cache() / pass, however many fences it
+// waits for (Note [Replay fences]). no_wait(): already passed, so a wait only asks.
+using Deadline = std::chrono::steady_clock::time_point;
+inline Deadline no_wait() { return Deadline::min(); }
+// now + the fence wait limit (5 s): a wedged runtime must not hang host_empty_cache().
+Deadline fence_wait_deadline();
+
+// events_done, polling until `events` completed or `deadline` passed (then false).
+bool wait_events(std::vector<Event>& events, Deadline deadline);
 
 // Note [Eager-use fences]
 // ~~~~~~~~~~~~~~~~~~~~~~~

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 namespace torch_npu_pinpool {
 
@@ -37,29 +38,76 @@ PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
       audit_(Audit::get()) {}
 
 // ---------------------------------------------------------------------------------------
-// The default pool for requests >= large_threshold_: Note [Large blocks] (large_blocks.h).
+// Note [Block map]
+// ~~~~~~~~~~~~~~~~
+// block_map_ is the one place that says which blocks are ours: every block this allocator
+// hands out - default-pool blocks of ATen's Base, large blocks, graph-pool blocks - by its
+// start address, with its size, its block and the torch_npu DataPtr behind it. A lookup takes
+// the raw address a copy used, which may lie anywhere inside a block (a view), and never a ctx:
+// torch_npu's copy kernels pass the ctx of the tensor's own storage, which for an alias of a
+// pinned tensor (torch.from_numpy(t.numpy()), DLPack, torch.frombuffer) belongs to the alias -
+// a PyObject*, an ATenDLMTensor*, a from_blob context - and must never be read as a block.
+// Base makes its blocks after allocate_host_memory returns, so a default-pool entry gets its
+// block on the way out of Base::allocate (bind_base_block); until then it maps to no block.
 
+namespace {
+// The pointer allocate_host_memory just pinned on this thread, until Base::allocate returns
+// its block (Note [Block map]).
+thread_local void* t_unbound = nullptr;
+}  // namespace
+
+// The default pool for requests >= large_threshold_: Note [Large blocks] (large_blocks.h).
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_default(size_t size) {
-  return size >= large_threshold_ ? allocate_large(size) : Base::allocate(size);
+  if (size >= large_threshold_) {
+    return allocate_large(size);
+  }
+  auto out = Base::allocate(size);
+  if (C10_UNLIKELY(t_unbound != nullptr)) {
+    bind_base_block(out.first, out.second);
+  }
+  return out;
+}
+
+void PinPoolHostAllocatorImpl::bind_base_block(void* ptr, void* ctx) {
+  void* const fresh = std::exchange(t_unbound, nullptr);
+  if (fresh != ptr) {
+    return;  // the pin's Base::allocate threw after allocate_host_memory: no block was made
+  }
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  block_map_.at(reinterpret_cast<uintptr_t>(ptr)).block = static_cast<PinBlock*>(ctx);
 }
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_large(size_t size) {
   const size_t rounded = round_large(size);
-  if (PinBlock* block = large_->take(rounded)) {
-    return {block->ptr_, block};
+  PinBlock* block = large_->take(rounded);
+  if (block == nullptr) {
+    block = pin_large(rounded);
   }
-  // No cached block fits: give back the idle ones first (they are rarely reused at another
-  // size, and together they can be tens of GiB), then pin the new one.
-  std::vector<c10::DataPtr> released;
-  for (PinBlock* idle : large_->take_idle()) {
+  return {block->ptr_, block};
+}
+
+PinBlock* PinPoolHostAllocatorImpl::pin_large(size_t rounded) {
+  auto block = std::make_unique<PinBlock>(rounded, nullptr);
+  block->large_ = true;
+  give_back_idle_large(large_cache_limit());  // idle blocks above the cap: Note [Large blocks]
+  try {
+    block->ptr_ = allocate_raw(rounded, block.get());
+  } catch (const c10::Error&) {
+    give_back_idle_large(0);  // the pin failed: every idle block goes back, then once more
+    native_->empty_cache();
+    block->ptr_ = allocate_raw(rounded, block.get());
+  }
+  large_->add(block.get());
+  return block.release();
+}
+
+// Gives back idle large blocks, oldest first, until at most `keep_bytes` stay idle.
+void PinPoolHostAllocatorImpl::give_back_idle_large(size_t keep_bytes) {
+  std::vector<c10::DataPtr> released;  // destroyed after the loop, no lock of ours held
+  for (PinBlock* idle : large_->take_idle(keep_bytes)) {
     released.push_back(take_raw(idle->ptr_));
     delete idle;
   }
-  released.clear();
-  // Registered like a default-pool block (no pool block): find_block gets it from the ctx.
-  void* ptr = allocate_raw(rounded, /*pool_block=*/nullptr);
-  PinBlock* block = large_->add(rounded, ptr);
-  return {block->ptr_, block};
 }
 
 void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
@@ -70,39 +118,35 @@ void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
   }
 }
 
-void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* pool_block) {
+void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* block) {
   c10::DataPtr data = native_->allocate(size);
   void* ptr = data.get();
   TORCH_CHECK(ptr != nullptr, "torch_npu's host allocator returned no memory for ", size,
               " bytes of pinned memory.");
-  std::lock_guard<std::mutex> lock(backing_mutex_);
-  backing_.emplace(ptr, std::make_pair(std::move(data), pool_block));
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  block_map_.emplace(reinterpret_cast<uintptr_t>(ptr), MappedBlock{std::move(data), size, block});
   return ptr;
 }
 
 c10::DataPtr PinPoolHostAllocatorImpl::take_raw(void* ptr) {
-  std::lock_guard<std::mutex> lock(backing_mutex_);
-  auto it = backing_.find(ptr);
-  TORCH_INTERNAL_ASSERT(it != backing_.end(), "pinned block not in the backing store");
-  c10::DataPtr data = std::move(it->second.first);
-  backing_.erase(it);
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  auto it = block_map_.find(reinterpret_cast<uintptr_t>(ptr));
+  TORCH_INTERNAL_ASSERT(it != block_map_.end(), "pinned block not in the block map");
+  c10::DataPtr data = std::move(it->second.data);
+  block_map_.erase(it);
   return data;
 }
 
-// Our block behind (ptr, ctx), or null. A pointer in the backing store is ours alone: native
-// cannot hand those bytes to anybody else while we hold its DataPtr, so for a default-pool
-// entry the tensor's ctx is our block.
-PinBlock* PinPoolHostAllocatorImpl::find_block(void* ptr, void* ctx) {
-  std::lock_guard<std::mutex> lock(backing_mutex_);
-  auto it = backing_.find(ptr);
-  if (it == backing_.end()) {
+// Our block that holds the address `ptr` (its start or any byte inside), or null.
+PinBlock* PinPoolHostAllocatorImpl::find_block(const void* ptr) {
+  const auto addr = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  auto it = block_map_.upper_bound(addr);
+  if (it == block_map_.begin()) {
     return nullptr;
   }
-  if (it->second.second != nullptr) {
-    return it->second.second;  // a pool block
-  }
-  auto* block = static_cast<PinBlock*>(ctx);
-  return (block != nullptr && block->ptr_ == ptr) ? block : nullptr;
+  --it;
+  return addr < it->first + it->second.size ? it->second.block : nullptr;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -118,7 +162,8 @@ void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
   // pool blocks (allocate_in_pool) are neither timed nor in num_host_alloc; stats() folds in
   // only their current bytes and blocks.
   const auto start = std::chrono::steady_clock::now();
-  *ptr = allocate_raw(size, /*pool_block=*/nullptr);
+  *ptr = allocate_raw(size, /*block=*/nullptr);  // Base makes the block: bind_base_block
+  t_unbound = *ptr;
   add_host_time(stats_.host_alloc_time, start);
 }
 
@@ -128,7 +173,7 @@ void PinPoolHostAllocatorImpl::free_block(PinBlock* block) {
   const auto start = std::chrono::steady_clock::now();
   {
     c10::DataPtr data = take_raw(block->ptr_);
-    // `data` dies here, after backing_mutex_ was released.
+    // `data` dies here, after map_mutex_ was released.
   }
   add_host_time(stats_.host_free_time, start);
 }
@@ -201,7 +246,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
     return record_use(ptr, ctx, Stream(Stream::UNCHECKED, s));
   }
   const Stream stream(Stream::UNCHECKED, s);
-  PinBlock* block = find_block(ptr, ctx);
+  PinBlock* block = find_block(ptr);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (CapturedGraph* graph = capturing_graph_locked(stream)) {
@@ -231,7 +276,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
 // An eager use of a pool block, of a captured default-pool block ATen no longer lists, or of
 // a tensor some other allocator made.
 bool PinPoolHostAllocatorImpl::record_use(void* ptr, void* ctx, Stream stream) {
-  PinBlock* block = find_block(ptr, ctx);
+  PinBlock* block = find_block(ptr);
   if (block == nullptr) {
     // Pinned before activation: its deleter is native's, so is its bookkeeping.
     return native_->record_event(ptr, ctx, stream.unwrap());
@@ -256,7 +301,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_audited(size_t size) 
 }
 
 void PinPoolHostAllocatorImpl::audit_copy(void* ptr, void* ctx, c10::Stream s) {
-  if (PinBlock* block = find_block(ptr, ctx)) {
+  if (PinBlock* block = find_block(ptr)) {
     audit_->note_eager_copy(block->ptr_, block->size_, Stream(Stream::UNCHECKED, s));
   }
 }
@@ -270,13 +315,7 @@ void PinPoolHostAllocatorImpl::empty_cache() {
   // pool's free blocks stay its own (Note [Pool lifetime]).
   process_pending(/*wait=*/true);
   Base::empty_cache();
-  {
-    std::vector<c10::DataPtr> released;  // destroyed before native's empty_cache
-    for (PinBlock* block : large_->take_idle()) {
-      released.push_back(take_raw(block->ptr_));
-      delete block;
-    }
-  }
+  give_back_idle_large(0);  // their DataPtrs die before native's empty_cache
   native_->empty_cache();
 }
 

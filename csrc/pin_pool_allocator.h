@@ -237,11 +237,19 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::pair<void*, void*> allocate_large(size_t size);
   void free_default(PinBlock* block);
 
-  // Backing store (pin_pool_allocator.cpp); Note [Backing store].
-  void* allocate_raw(size_t size, PinBlock* pool_block);
+  // Backing store and block map (pin_pool_allocator.cpp); Note [Backing store], Note [Block
+  // map]. `block` may be null for a default-pool block ATen's Base has not made yet
+  // (bind_base_block fills it in).
+  void* allocate_raw(size_t size, PinBlock* block);
+  void bind_base_block(void* ptr, void* ctx);
   c10::DataPtr take_raw(void* ptr);
-  PinBlock* find_block(void* ptr, void* ctx);
+  PinBlock* find_block(const void* ptr);
   bool record_use(void* ptr, void* ctx, Stream stream);
+  // A large block pinned for `rounded` bytes; on a failed pin, idle large blocks are given back
+  // and the pin is tried once more. give_back_idle_large: oldest first, until at most
+  // `keep_bytes` stay idle.
+  PinBlock* pin_large(size_t rounded);
+  void give_back_idle_large(size_t keep_bytes);
 
   // Capture registry internals (capture_registry.cpp).
   CapturedGraph* graph_locked(uint64_t handle);
@@ -284,24 +292,29 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
       released.clear();
     }
   };
-  void process_pending_pass(bool wait);
-  void finish_fenced(bool wait, PassScratch& pass);
+  void process_pending_pass(Deadline deadline);
+  void finish_fenced(Deadline deadline, PassScratch& pass);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
   LargeBlocks* const large_;         // leaked with the allocator
   Audit* const audit_;               // the audit report; null when it is off (Note [Audit hooks])
 
-  // Note [Backing store]: ptr -> the native DataPtr that keeps those bytes ours.
-  std::mutex backing_mutex_;
-  ska::flat_hash_map<void*, std::pair<c10::DataPtr, PinBlock*>> backing_;
+  // Note [Block map]: every block this allocator handed out, by address.
+  struct MappedBlock {
+    c10::DataPtr data;  // torch_npu's DataPtr that keeps the bytes ours (Note [Backing store])
+    size_t size;
+    PinBlock* block;  // null only between a Base block's pin and bind_base_block
+  };
+  std::mutex map_mutex_;
+  std::map<uintptr_t, MappedBlock> block_map_;
 
   std::atomic<int> captures_underway_{0};
   std::atomic<int> pending_{0};  // dead graphs + pool blocks waiting for events
 
   // Guards everything below, the graphs' and pools' fields, PinBlock's use counts /
   // free_deferred_ / events_pending_, and the allocated_ flag of pool blocks. Only the slow
-  // paths take it; it is never held while taking the GIL or backing_mutex_'s DataPtr dies.
+  // paths take it; it is never held while taking the GIL or while a block map DataPtr dies.
   std::mutex mutex_;
   uint64_t next_handle_{0};
   ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive

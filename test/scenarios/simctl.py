@@ -31,6 +31,7 @@ def lib() -> ctypes.CDLL:
             )
         sim = ctypes.CDLL(os.path.join(os.environ["SIMCANN_LIB_DIR"], "libascendcl.so"))
         sim.simcann_host_bytes_live.restype = ctypes.c_int64
+        sim.simcann_host_malloc_calls.restype = ctypes.c_int64
         sim.simcann_set_task_delay_us.argtypes = [ctypes.c_int64]
         sim.simcann_set_task_delay_us.restype = None
         sim.simcann_set_fault.argtypes = [ctypes.c_char_p, ctypes.c_int64]
@@ -42,6 +43,11 @@ def lib() -> ctypes.CDLL:
 def host_bytes() -> int:
     """Pinned bytes the runtime has handed out and not got back (the truth, every allocator)."""
     return int(lib().simcann_host_bytes_live())
+
+
+def host_pins() -> int:
+    """aclrtMallocHost* calls so far: what the runtime pinned, whichever allocator asked."""
+    return int(lib().simcann_host_malloc_calls())
 
 
 def set_delay_us(us: int) -> None:

@@ -620,6 +620,9 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void** dsts, size_t* destMax,
 }
 
 int64_t simcann_host_bytes_live() { return host_bytes_live(); }
+// aclrtMallocHost* calls that passed the argument checks (injected failures included): the
+// runtime pins a workload cost.
+int64_t simcann_host_malloc_calls() { return config().n_malloc_host.load(); }
 int64_t simcann_device_bytes_live() { return device_bytes_live(); }
 
 }  // extern "C"

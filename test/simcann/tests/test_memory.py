@@ -114,3 +114,23 @@ result = out
         "conditional": [0, True],
         "batch_bad": [100000, 1],
     }
+
+
+def test_host_malloc_calls_count_every_pin(run_isolated):
+    """simcann_host_malloc_calls() counts aclrtMallocHost calls past the argument checks: the
+    tests that compare runtime pins per request with and without the plugin read it."""
+    r = run_isolated(
+        ACL
+        + r"""
+calls = _fn("simcann_host_malloc_calls", res=ctypes.c_int64, args=[])
+before = calls()
+a, b = malloc_host(4096), malloc_host(1 << 20)
+after_two = calls()
+assert aclrtFreeHost(a) == 0 and aclrtFreeHost(b) == 0
+after_free = calls()
+bad = vp()
+failed = aclrtMallocHost(byref(bad), 0)
+result = [after_two - before, after_free - after_two, failed != 0, calls() - after_free]
+"""
+    )
+    assert r.result == [2, 0, True, 0], r.result  # a zero-size request is refused before counting

@@ -104,8 +104,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   // Note [Injected sanitizer reports]; raises in a normal build. Without the GIL: the data race
   // runs two threads.
   m.def("inject_sanitizer_report", &pp::inject_sanitizer_report, release_gil());
+  m.def("prepare", [] { pp::prepare(); });
   m.def("activate", &pp::activate);
-  m.def("is_active", [] { return pp::active_allocator() != nullptr; });
+  m.def("is_active", &pp::is_registered);
   m.def("install_pageable_copy_guard", &pp::install_pageable_copy_guard);
   m.def("registered_is_ours", [] {
     auto* ours = pp::active_allocator();

@@ -456,24 +456,47 @@ void PinPoolHostAllocator::release_pool(MempoolId pool_id) {
 }
 #endif
 
-bool activate() {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (g_allocator.load() != nullptr) {
-    return false;
+namespace {
+std::mutex& activation_mutex() {
+  static auto* mutex = new std::mutex();
+  return *mutex;
+}
+std::atomic<bool> g_registered{false};
+
+PinPoolHostAllocator* prepare_locked() {
+  if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    return ours;
   }
   at::HostAllocator* native = at::getHostAllocator(at::kPrivateUse1);
   TORCH_CHECK(native != nullptr,
               "torch_npu_pinpool: torch_npu's host allocator is not registered; import "
               "torch_npu before activating torch_npu_pinpool.");
-  configure_native_rounding();  // Note [Large blocks]: torch_npu pins large blocks unrounded
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
+  return ours;
+}
+}  // namespace
+
+PinPoolHostAllocator* prepare() {
+  std::lock_guard<std::mutex> lock(activation_mutex());
+  return prepare_locked();
+}
+
+bool activate() {
+  std::lock_guard<std::mutex> lock(activation_mutex());
+  if (g_registered.load()) {
+    return false;
+  }
+  PinPoolHostAllocator* ours = prepare_locked();
+  configure_native_rounding();  // Note [Large blocks]: torch_npu pins large blocks unrounded
   // torch_npu registered with priority 0; 1 wins and keeps a later priority-0 registration
   // (a second torch_npu load) from silently replacing us.
   at::setHostAllocator(at::kPrivateUse1, ours, /*priority=*/1);
+  g_registered.store(true);
   return true;
 }
+
+bool is_registered() { return g_registered.load(); }
 
 PinPoolHostAllocator* active_allocator() { return g_allocator.load(); }
 

@@ -364,8 +364,13 @@ class PinPoolHostAllocator final : public at::HostAllocator {
   PinPoolHostAllocatorImpl* impl_;
 };
 
-// Registers the allocator (once). Returns false if it was already active.
+// Makes the allocator (once) without registering it: the graph hooks can reach it before it
+// owns any pinned memory (torch_npu_pinpool.activate installs them in between).
+PinPoolHostAllocator* prepare();
+// Registers the allocator (once), preparing it first if need be. Returns false if it was
+// registered already.
 bool activate();
-PinPoolHostAllocator* active_allocator();  // null until activate()
+bool is_registered();
+PinPoolHostAllocator* active_allocator();  // null until prepare()
 
 }  // namespace torch_npu_pinpool

@@ -95,12 +95,16 @@ def activate() -> bool:
         report = _report.requested()
         if report is not None:  # before the allocator is made: csrc/audit.h
             ext.enable_report(_report.library_dirs(), os.getcwd())
+        from . import _hooks
+
+        # The graph hooks go in before the allocator is registered: if they cannot, this raises
+        # with nothing registered (pinned memory stays torch_npu's), and a later activate()
+        # tries again - never an allocator that cannot see captures.
+        ext.prepare()
+        _hooks.install(ext, audit=ext.report_enabled())
         newly = ext.activate()
         _ext = ext
         if newly:
-            from . import _hooks
-
-            _hooks.install(ext, audit=ext.report_enabled())
             # A clear error for pageable CPU <-> NPU copies during capture (issue #11):
             # Note [Pageable copy guard] in csrc/pageable_copy_guard.cpp.
             # TORCH_NPU_PINPOOL_COPY_GUARD=0 leaves torch_npu's copy_ kernel alone.

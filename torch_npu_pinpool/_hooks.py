@@ -124,10 +124,13 @@ def _reset(ext: Any, orig: Callable) -> Callable:
     died = ext.graph_died
 
     def reset(self):
+        # torch_npu's reset first: if it raises, the graph can still replay, so its blocks
+        # stay its own (the plugin's state is as it was before the call).
+        result = orig(self)
         graph = self.__dict__.pop(_HANDLE, None)
         if graph is not None and _live.pop(graph.id, None) is not None:  # graph.release(), inlined
             died(graph.id)
-        return orig(self)
+        return result
 
     return reset
 
@@ -171,8 +174,10 @@ def install(ext: Any, audit: bool = False) -> None:
         return
     _ext = ext
     hooks = dict(_HOOKS, replay=_replay_audited) if audit else _HOOKS
+    # Every original first: a torch_npu without one of them raises here with nothing patched.
+    originals = {name: getattr(NPUGraph, name) for name in hooks}
     for name, make in hooks.items():
-        orig = getattr(NPUGraph, name)
+        orig = originals[name]
         _patch(NPUGraph, name, make(ext, orig), orig, f"NPUGraph.{name}")
     NPUGraph._pinpool_hooked = True
     if audit:

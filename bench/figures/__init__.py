@@ -24,10 +24,11 @@ from . import (
     p8_copy_guard,
     p9_many_graphs,
     p10_report,
+    p11_pins,
 )
 
 _ORDER = (p1_eager, p2_capture, p3_cycles, p4_footprint, p5_decode, p6_large, p7_fastpath,
-          p8_copy_guard, p9_many_graphs, p10_report)
+          p8_copy_guard, p9_many_graphs, p10_report, p11_pins)
 FIGURES = {m.NAME: m for m in _ORDER}
 
 # Shared defaults of every figure's settings (a figure's SETTINGS may override them).

@@ -73,6 +73,11 @@ class Sim:
         f = self.fn("simcann_host_bytes_live")
         return int(f()) if f else None
 
+    def host_pins(self):
+        """aclrtMallocHost* calls so far (test/simcann's simcann_host_malloc_calls)."""
+        f = self.fn("simcann_host_malloc_calls")
+        return int(f()) if f else None
+
     def set_task_delay_us(self, us: int) -> bool:
         f = self.fn("simcann_set_task_delay_us", ctypes.c_int, (ctypes.c_int64,))
         if f is None:

@@ -68,3 +68,22 @@ def test_host_empty_cache_waits_once_for_a_stuck_fence(scenario, plugin):
     if plugin:  # natively torch_npu >= 2.11 keeps a capture's stream-used blocks until exit
         assert r["held_stuck"] > r["baseline"], r  # held while the replays may still run
         assert r["held_after"] == r["baseline"], r
+
+
+@pytest.mark.simulator
+def test_failed_reset_keeps_the_graphs_blocks(scenario):
+    """torch_npu's reset fails (the runtime refuses to destroy the model): the graph can still
+    replay, so its block is not handed to the next pinned tensor; a later reset gives it back."""
+    r = scenario("failed_reset").result
+    assert r["reset_error"], r
+    assert r["values"] == [3.0], r
+    assert r["held_after"] == r["baseline"], r
+
+
+def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
+    """Activation raises when the graph hooks cannot go in, registers nothing, and a later
+    activation installs allocator and hooks together."""
+    r = scenario("hook_install_fails").result
+    assert r["first_import"] == "AttributeError", r
+    assert r["active"] and r["hooked"], r
+    assert r["values"] == [3.0], r

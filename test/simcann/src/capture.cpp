@@ -675,6 +675,14 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream 
 
 ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
   SIMCANN_API();
+  Config& cfg = config();
+  const int64_t n = ++cfg.n_model_destroy;
+  if (cfg.fail_model_destroy_at.load() > 0 && n == cfg.fail_model_destroy_at.load()) {
+    // Fault injection: a runtime failure before anything changed (the model stays valid and
+    // replayable), as the runtime's internal errors (507899) leave it.
+    set_error("simcann: aclmdlRIDestroy: injected failure (simcann_set_fault model_destroy)");
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
   std::shared_ptr<Model> m;
   {
     std::lock_guard<std::mutex> lock(capture_mutex());

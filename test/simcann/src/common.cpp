@@ -177,8 +177,10 @@ void simcann_reset_faults() {
   c.fail_capture_begin_at = 0;
   c.fail_capture_end_at = 0;
   c.invalidate_capture_at = 0;
+  c.fail_model_destroy_at = 0;
 }
-// what: "malloc_host", "capture_begin", "capture_end", "invalidate_capture"; n: fail the Nth
+// what: "malloc_host", "capture_begin", "capture_end", "invalidate_capture", "model_destroy";
+// n: fail the Nth
 // attempt counted from now (1 = the next one), 0 = never.
 int simcann_set_fault(const char* what, int64_t n) {
   auto& c = simcann::config();
@@ -193,6 +195,8 @@ int simcann_set_fault(const char* what, int64_t n) {
     arm(c.fail_capture_end_at, c.n_capture_end);
   } else if (std::strcmp(what, "invalidate_capture") == 0) {
     arm(c.invalidate_capture_at, c.n_captured_tasks);
+  } else if (std::strcmp(what, "model_destroy") == 0) {
+    arm(c.fail_model_destroy_at, c.n_model_destroy);
   } else {
     return -1;
   }

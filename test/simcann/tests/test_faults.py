@@ -38,6 +38,28 @@ result = out
     assert o["end_next"] == 0
 
 
+def test_model_destroy_fault_leaves_the_model_replayable(run_isolated):
+    """simcann_set_fault("model_destroy"): aclmdlRIDestroy fails once with 507899 and changes
+    nothing - the model still replays its captured copy - and the next destroy succeeds."""
+    r = run_isolated(
+        ACL
+        + r"""
+s = new_stream()
+h, d = malloc_host(64), malloc_dev(64)
+put(h, b"\x07" * 64)
+assert aclmdlRICaptureBegin(s, GLOBAL) == 0
+assert aclrtMemcpyAsync(d, 64, h, 64, 1, s) == 0
+code, model = end(s)
+assert code == 0
+assert simcann_set_fault(b"model_destroy", 1) == 0
+failed = aclmdlRIDestroy(model)
+replayed = [aclmdlRIExecuteAsync(model, s), aclrtSynchronizeStream(s)]
+result = [failed, replayed, read_dev(d, 64) == b"\x07" * 64, aclmdlRIDestroy(model)]
+"""
+    )
+    assert r.result == [507899, [0, 0], True, 0], r.result
+
+
 # One process per fault: after a failed capture torch_npu's own allocators keep capture state
 # (2.8/2.9: the device allocator's captures_underway; 2.13: the host allocator's pool mode), so a
 # second capture in the same process would test torch_npu, not the simulator.

@@ -177,5 +177,16 @@ def _loaded_by_torch_autoload() -> bool:
     return bool(getattr(spec, "_initializing", False))
 
 
-if not _disabled() and not _loaded_by_torch_autoload():
+def _imported_for_the_command_line() -> bool:
+    """Whether this package is being imported by ``python -m torch_npu_pinpool``: Python sets
+    ``sys.argv[0]`` to ``"-m"`` while it locates the module it runs, so only that module's
+    parent packages see it. The commands activate the plugin themselves (``doctor`` explains
+    why it cannot, e.g. a source checkout without a built ``_C``; ``audit`` activates it in the
+    program it runs, not in its own process)."""
+    import sys
+
+    return sys.argv[:1] == ["-m"]
+
+
+if not _disabled() and not _loaded_by_torch_autoload() and not _imported_for_the_command_line():
     activate()

@@ -118,3 +118,24 @@ def test_doctor_says_when_autoload_is_on(tmp_path):
     r = _cli("doctor", cwd=tmp_path, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "autoload:           on (importing torch activates the plugin)" in r.stdout
+
+
+def test_other_python_m_programs_still_activate_on_import(tmp_path):
+    """Only ``python -m torch_npu_pinpool`` defers activation to its commands: a program run
+    with ``python -m`` whose package imports the plugin gets it active, as with any import."""
+    pkg = tmp_path / "userpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import torch_npu\nimport torch_npu_pinpool\n")
+    (pkg / "__main__.py").write_text(
+        "import torch_npu_pinpool\nprint('active', torch_npu_pinpool.is_active())\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "userpkg"],
+        cwd=tmp_path,
+        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "active True" in r.stdout

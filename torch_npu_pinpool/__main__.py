@@ -12,6 +12,7 @@ import ctypes
 import importlib.util
 import os
 import sys
+from types import ModuleType
 from typing import Callable
 
 PROG = "python -m torch_npu_pinpool"
@@ -123,7 +124,7 @@ def _autoload_line() -> str:
     return "on (importing torch activates the plugin)"
 
 
-def _activation_problem(pp) -> str | None:
+def _activation_problem(pp: ModuleType) -> str | None:
     """Activate the plugin here (the CLI's own import does not); why it is inactive, or None."""
     if pp._disabled():
         return "skipped (the plugin is switched off: TORCH_NPU_PINPOOL=0)"

@@ -5,21 +5,26 @@
 #
 # On a machine with a real Ascend NPU (/dev/davinci0 present and torch_npu importable from the
 # current python) it uses the current environment. Anywhere else it uses the simulated CANN
-# runtime with the torch 2.13 / torch_npu 2.13 test env (`source ci/sim-env.sh 2.13`; the first
-# run creates it, about a minute).
+# runtime with the torch 2.14 / torch_npu 2.14 test env (`source ci/sim-env.sh 2.14`; the first
+# run creates it, a few minutes: PyPI's torch 2.14 is a large download). It is the env of the
+# newest pair `bash ci/test.sh` always runs, so the tests reuse it afterwards.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 
 say() { printf '[demo] %s\n' "$*"; }
+# The newest required pair of ci/test.sh (ci/lib/pairs.sh), so that its env serves both.
+# shellcheck source=ci/lib/pairs.sh
+. ci/lib/pairs.sh
+DEMO_PAIR="${PINPOOL_CI_PAIRS%% *}"
 
 if [[ -e /dev/davinci0 ]] && python -c 'import torch, torch_npu' >/dev/null 2>&1; then
     say "real NPU found: using the current environment ($(command -v python))"
 else
     [[ -e /dev/davinci0 ]] && say "an NPU device exists but 'import torch_npu' fails in $(command -v python || echo '(no python)'): using the simulator"
-    say "no usable NPU here: using the simulated CANN runtime (torch 2.13 / torch_npu 2.13)"
+    say "no usable NPU here: using the simulated CANN runtime (torch $DEMO_PAIR / torch_npu $DEMO_PAIR)"
     # shellcheck source=ci/sim-env.sh
-    source ci/sim-env.sh 2.13 || { say "FAILED: setting up the simulated environment (see above)"; exit 1; }
+    source ci/sim-env.sh "$DEMO_PAIR" || { say "FAILED: setting up the simulated environment (see above)"; exit 1; }
 fi
 
 if [[ -f setup.py ]]; then

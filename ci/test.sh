@@ -24,7 +24,12 @@
 # pair that ran is red; a pair where pytest collected no tests (exit 5) is red.
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
-# default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN.
+# default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN,
+# PINPOOL_RESULTS_DIR (default build/test-results).
+#
+# Results: every pytest leg writes its summary (pair, torch / torch_npu builds, commit, date,
+# passed / skipped / failed) to PINPOOL_RESULTS_DIR/LEG.json (ci/lib/leg_summary.py);
+# `python ci/render_results.py` renders them into docs/test-results.md.
 #
 # PINPOOL_ARCH=aarch64: the aarch64 leg instead, under qemu-user emulation on this x86_64 machine
 # (set up as root by ci/sim-env.sh; see ci/lib/aarch64.sh). Pairs: PINPOOL_PAIRS, else
@@ -42,6 +47,7 @@ cd "$REPO"
 ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
 ARCH="${PINPOOL_ARCH:-x86_64}"
 ENVS="$ROOT"
+RESULTS="${PINPOOL_RESULTS_DIR:-$REPO/build/test-results}"
 case "$ARCH" in
     x86_64) ;;
     aarch64)
@@ -76,6 +82,12 @@ BUDGET_S=$((${PINPOOL_BUDGET_MIN:-70} * 60))
 LEG_S=$((${PINPOOL_LEG_MIN:-10} * 60))  # raised to the longest leg run so far (run_pair)
 
 banner() { printf '\n==================== %s ====================\n' "$*"; }
+# record_leg LEG PAIR JUNIT RC: the leg's summary for docs/test-results.md (never fails the run).
+record_leg() {
+    [[ -f "$3" ]] || { echo "no JUnit XML for leg $1: no summary written"; return 0; }
+    python ci/lib/leg_summary.py --leg "$1" --pair "$2" --arch "$ARCH" --junit "$3" --rc "$4" \
+        --out "$RESULTS" || true
+}
 t_all=$SECONDS
 summary=()
 red=0
@@ -163,14 +175,20 @@ run_pair() {
         fi
         t=$SECONDS
         counts=""
+        leg="$pair"
+        [[ "$ARCH" == x86_64 ]] || leg="$pair $ARCH"
+        [[ "$PAIR_REFUSED" != 1 ]] || leg="$pair refusal"
+        junit="$ENVS/$pair.junit.xml"
+        rm -f "$junit"
         if [[ "$ARCH" == aarch64 && "$PAIR_REFUSED" != 1 ]]; then
-            aarch64_leg "${xdist[@]}" "$@"
+            aarch64_leg "${xdist[@]}" --junitxml="$junit" "$@"
             rc=$?
         else
             echo "+ python -m pytest ${tests[*]} ${xdist[*]} $*"
-            python -m pytest "${tests[@]}" "${xdist[@]}" "$@"
+            python -m pytest "${tests[@]}" "${xdist[@]}" --junitxml="$junit" "$@"
             rc=$?
         fi
+        record_leg "$leg" "$pair" "$junit" "$rc"
         if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" && "$ARCH" != aarch64 ]]; then
             # Registered-memory leg (issue #11): torch_npu's pinned_mem_register path (malloc +
             # aclrtHostRegisterV2), which it enables only on CANN >= 8.5: the simulator says 8.5.
@@ -178,9 +196,12 @@ run_pair() {
                 test/pinpool/test_stats_contract.py test/pinpool/test_pageable_copy.py)
             echo "+ SIMCANN_CANN_VERSION=8.5.0 PYTORCH_NPU_ALLOC_CONF=pinned_mem_register:True" \
                 "python -m pytest ${reg_tests[*]} ${xdist[*]} $*"
+            reg_junit="$ENVS/$pair.registered-memory.xml"
+            rm -f "$reg_junit"
             SIMCANN_CANN_VERSION=8.5.0 PYTORCH_NPU_ALLOC_CONF=pinned_mem_register:True \
-                python -m pytest "${reg_tests[@]}" "${xdist[@]}" "$@"
+                python -m pytest "${reg_tests[@]}" "${xdist[@]}" --junitxml="$reg_junit" "$@"
             rc=$?
+            record_leg "$pair registered-memory" "$pair" "$reg_junit" "$rc"
             [[ $rc == 5 ]] && rc=0  # extra arguments (-k ...) deselected all of them
         fi
         t_test=$((SECONDS - t))
@@ -200,6 +221,7 @@ run_pair() {
                 -m "not simulator" "${xdist[@]}" --junitxml="$junit"
             npu_rc=$?
             as_npu="$(python ci/lib/as_npu_selection.py "$junit")" || npu_rc=1
+            record_leg "$pair as-npu" "$pair" "$junit" "$npu_rc"
             echo "$as_npu"
             as_npu="; as-NPU: $as_npu ($((SECONDS - t))s)"
             if [[ $npu_rc != 0 ]]; then
@@ -271,6 +293,7 @@ printf '%s\n' "${summary[@]}"
 # Releases newer than MAX_TORCH_NPU on the package index: a notice, never a failure, silent
 # when the index cannot be reached (ci/lib/newer_releases.py).
 python3 ci/lib/newer_releases.py 2>/dev/null || true
+echo "leg summaries: $RESULTS (render them: python ci/render_results.py)"
 echo "total: $((SECONDS - t_all))s"
 if [[ $red != 0 ]]; then
     echo "RED: at least one step failed"

@@ -181,5 +181,22 @@ def _loaded_by_torch_autoload() -> bool:
     return bool(getattr(spec, "_initializing", False))
 
 
-if not _disabled() and not _loaded_by_torch_autoload():
+def _imported_for_the_command_line() -> bool:
+    """Whether this package is being imported by ``python -m torch_npu_pinpool`` (runpy's
+    ``_run_module_as_main`` is locating this package's ``__main__``). The commands activate the
+    plugin themselves: ``doctor`` explains why it cannot (e.g. a source checkout without a
+    built ``_C``), ``audit`` activates it in the program it runs, not in its own process. Any
+    other ``python -m`` target that imports this package activates it as usual."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_run_module_as_main" and "runpy" in code.co_filename:
+            return str(frame.f_locals.get("mod_name", "")).split(".")[0] == __name__
+        frame = frame.f_back
+    return False
+
+
+if not _disabled() and not _loaded_by_torch_autoload() and not _imported_for_the_command_line():
     activate()

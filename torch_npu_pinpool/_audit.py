@@ -29,11 +29,14 @@ SITECUSTOMIZE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_audit
 USAGE = "python -m torch_npu_pinpool audit [--json PATH] -- PROGRAM [ARGS...]"
 
 
-def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m torch_npu_pinpool audit",
         usage=USAGE,
-        description="Run PROGRAM with torch_npu_pinpool's audit report on.",
+        description="Run PROGRAM with torch_npu_pinpool's audit report on: each Python process "
+        "of it that imports torch_npu prints, at exit, the hazards the plugin prevented and the "
+        "races it saw, with the lines of your code. The exit status is PROGRAM's.",
+        epilog="Example: python -m torch_npu_pinpool audit -- python serve.py --port 8000",
     )
     parser.add_argument(
         "--json",
@@ -41,14 +44,29 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         help="also write each process's report as JSON to PATH ({pid} in PATH becomes the "
         "process id: use it for programs that start several processes)",
     )
+    return parser
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(options, program): everything before ``--`` is an option of ours; without ``--``, the
+    leading tokens that start with ``-`` (and ``--json``'s value), then the program."""
     if "--" in argv:
         cut = argv.index("--")
-        options, command = argv[:cut], argv[cut + 1 :]
-    else:
-        options, command = [], argv
+        return argv[:cut], argv[cut + 1 :]
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--json" else 1
+    return argv[:i], argv[i:]
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Our options and the program to run; ``--help`` exits 0, a usage error exits 2."""
+    parser = _parser()
+    options, command = _split(argv)
     args = parser.parse_args(options)
     if not command:
-        parser.error(f"no program to run: {USAGE}")
+        where = " after `--`" if "--" in argv else ""
+        parser.error(f"no program to run{where}: give one, e.g. `-- python serve.py`")
     return args, command
 
 
@@ -115,6 +133,7 @@ def _summary(report: str, workdir: str, command: list[str], since: float) -> lis
 
 
 def main(argv: list[str]) -> int:
+    """The ``audit`` command; returns PROGRAM's exit status (2 for a usage error)."""
     args, command = _parse(argv)
     _report.quiet_here()  # this process audits nothing itself
     workdir = tempfile.mkdtemp(prefix="torch_npu_pinpool-audit-")

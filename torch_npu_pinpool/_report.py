@@ -27,6 +27,8 @@ KINDS = (
     "pageable_copy_in_capture",
     "written_while_queued",
 )
+# written_while_queued learns each copy's direction from the copy_ kernel wrapper: torch >= 2.10.
+COPY_DIRECTION_TORCH = (2, 10)
 EXIT_WAIT_S = 5.0  # at exit, how long queued checks may still complete
 _quiet = False  # set in the `audit` command's own process
 
@@ -95,7 +97,8 @@ NATIVE: tuple[Native, ...] = (
         "a pageable CPU tensor in a captured copy",
         (2, 8),
         (2, 14),
-        "README, Copying pageable memory inside a capture (2.10, 2.13); docs/problem.md (2.14)",
+        "docs/usage.md, Copying pageable memory inside a capture (2.10, 2.13); "
+        "docs/problem.md (2.14)",
         "the runtime rejects the copy (107000; blocking: 107030) and torch_npu's error names "
         "neither tensor nor fix; after a non_blocking one its task queue runs nothing more",
     ),
@@ -201,7 +204,14 @@ def data(ext: Any, wait_s: float = 0.0) -> dict[str, Any]:
 
 def checked(ext: Any) -> str:
     """How much written_while_queued could compare (csrc/audit.cpp, Note [What
-    written_while_queued sees])."""
+    written_while_queued sees]); on torch < 2.10 nothing can be (Note [Copy direction])."""
+    import torch
+
+    if _version(torch.__version__) < COPY_DIRECTION_TORCH:
+        return (
+            f"not checked on this torch ({torch.__version__}): the check needs torch >= "
+            f"{_release(COPY_DIRECTION_TORCH)}"
+        )
     c = ext.report_checks()
     return (
         f"compared at completion: {c['copies']} H2D copies and {c['replays']} replays; not "
@@ -227,6 +237,87 @@ _SITES = {
 }
 
 
+@dataclass(frozen=True)
+class Kind:
+    """How the text report explains one kind: what its count counts, what happened (and what
+    the plugin did about it), and what to change so the program does not need the plugin."""
+
+    unit: str  # singular; the count's label
+    units: str  # plural
+    happened: str
+    change: str
+
+
+KIND_TEXT: dict[str, Kind] = {
+    "recycled_by_native": Kind(
+        "pinned block",
+        "pinned blocks",
+        "a pinned tensor that a captured copy uses was freed while its graph could still "
+        "replay; the plugin kept the block for the graph",
+        "keep a reference to every pinned tensor a captured copy uses for as long as the "
+        "graph lives (e.g. a persistent pinned input you refill before each replay)",
+    ),
+    "leaked_by_native": Kind(
+        "pinned block",
+        "pinned blocks",
+        "a block pinned during a capture and used by a stream outlived its graphs; the "
+        "plugin gave it back",
+        "pin the buffers a capture needs before the capture and reuse them across captures, "
+        "instead of pinning inside the capture",
+    ),
+    "released_pool_recapture": Kind(
+        "capture",
+        "captures",
+        "a capture went into a pool id whose graphs were all released while the pool still "
+        "held a capture-time block; the plugin let it capture",
+        "capture into a fresh pool (torch.npu.graph_pool_handle()) once the old pool's graphs "
+        "are all reset, and do not pin memory inside captures",
+    ),
+    "pageable_copy_in_capture": Kind(
+        "copy",
+        "copies",
+        "a captured copy used a pageable (not pinned) CPU tensor; the plugin refused it with "
+        "an error naming the tensor's side and the fix",
+        "pin the tensor before the capture (t = t.pin_memory()) or allocate it with "
+        "pin_memory=True",
+    ),
+    "written_while_queued": Kind(
+        "rewrite",
+        "rewrites",
+        "the host changed a pinned buffer while an H2D copy or a graph replay that reads it "
+        "was still queued, so the device got the new bytes (a race in the program: no "
+        "allocator prevents it)",
+        "record an event after the copy or replay and wait for it before rewriting the buffer "
+        "(or double-buffer it)",
+    ),
+}
+
+
+def _count(kind: str, count: int, size: int) -> str:
+    """``3 pinned blocks, 12.0 KiB``: the count with its unit, and the bytes when there are any."""
+    k = KIND_TEXT[kind]
+    label = f"{count} {k.unit if count == 1 else k.units}"
+    return f"{label}, {_size(size)}" if size else label
+
+
+_WRAP = textwrap.TextWrapper(width=100, initial_indent="    ", subsequent_indent="      ")
+
+
+def _entry(h: dict[str, Any], checks: str) -> list[str]:
+    """The lines of one kind that was seen: count, sites, what happened, what native does and
+    what to change (for the program's own race: what happened and how much was checked)."""
+    k = KIND_TEXT[h["kind"]]
+    lines = [f"  {h['kind']}: {_count(h['kind'], h['count'], h['bytes'])}"]
+    if h["sites"]:
+        lines.append(f"    {_SITES[h['kind']]} {', '.join(h['sites'])}")
+    if h["kind"] == "written_while_queued":  # `affects` already says what to change
+        lines += _WRAP.wrap(f"what happened: {h['affects'].split(' (compared at')[0]}")
+        return lines + (_WRAP.wrap(f"checks: {checks}") if checks else [])
+    lines += _WRAP.wrap(f"what happened: {k.happened}")
+    lines += _WRAP.wrap(f"native torch_npu: {h['affects']}")
+    return lines + _WRAP.wrap(f"to stop depending on the plugin: {k.change}")
+
+
 def text(report: dict[str, Any], checks: str = "") -> str:
     """The short report printed to stderr; ``checks``: what :func:`checked` says."""
     found = [h for h in report["hazards"] if h["count"]]
@@ -236,16 +327,13 @@ def text(report: dict[str, Any], checks: str = "") -> str:
     )
     head += ", ".join(f"{h['kind']} x{h['count']}" for h in found) if found else "no hazard seen"
     lines = [head]
-    wrap = textwrap.TextWrapper(width=100, initial_indent="    ", subsequent_indent="    ")
     for h in report["hazards"]:
-        if not h["count"]:
-            if h["kind"] == "written_while_queued" and checks:
-                lines.append(f"  {h['kind']}: none ({checks})")
-            continue
-        lines.append(f"  {h['kind']}: {h['count']}, {_size(h['bytes'])}")
-        if h["sites"]:
-            lines.append(f"    {_SITES[h['kind']]} {', '.join(h['sites'])}")
-        lines += wrap.wrap(h["affects"])
+        if h["count"]:
+            lines += _entry(h, checks)
+        elif h["kind"] == "written_while_queued" and checks:
+            # Never a bare "none": either how much was compared, or that nothing could be.
+            seen = f"none seen ({checks})" if checks.startswith("compared") else checks
+            lines += textwrap.wrap(f"  {h['kind']}: {seen}", width=100, subsequent_indent="    ")
     return "\n".join(lines)
 
 

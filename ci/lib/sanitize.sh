@@ -43,8 +43,8 @@ main() {
     ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
 
     case "$KIND" in
-        address) SAN=address,undefined RUNTIME=libasan.so ;;
-        thread) SAN=thread RUNTIME=libtsan.so ;;
+        address) SAN=address,undefined RUNTIME=libasan.so SHORT=asan ;;
+        thread) SAN=thread RUNTIME=libtsan.so SHORT=tsan ;;
         *)
             echo "sanitize.sh: KIND is address or thread, not '$KIND'" >&2
             echo "unknown sanitizer '$KIND'" >"$STATUS"
@@ -197,6 +197,12 @@ print("plugin:", c.__file__, "sanitizers:", c.sanitizers)') || fail "the sanitiz
     t_inj=$((SECONDS - t))
 
     detail="$counts; $report_line; injected: $injected (sim ${t_sim}s, build ${t_build}s, tests ${t_test}s, injected ${t_inj}s)"
+    # The leg's summary for docs/test-results.md (ci/lib/leg_summary.py; never fails the leg):
+    # red when the suite, the report check or the injected defects failed.
+    leg_rc=0
+    [[ $rc == 0 && $report_rc == 0 && $injected_rc == 0 ]] || leg_rc=1
+    python ci/lib/leg_summary.py --leg "$PAIR $SHORT" --pair "$PAIR" --junit "$junit" --rc "$leg_rc" \
+        --out "${PINPOOL_RESULTS_DIR:-$REPO/build/test-results}" || true
     if [[ $rc == 5 ]]; then
         fail "pytest collected no tests; $detail"
     elif [[ $rc != 0 || $report_rc != 0 || $injected_rc != 0 ]]; then

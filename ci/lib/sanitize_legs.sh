@@ -18,7 +18,7 @@
 PINPOOL_SANITIZE_CI_TESTS="test/stress test/pinpool/test_graph_ownership.py
 test/pinpool/test_eager_and_threads.py test/pinpool/test_failure_paths.py
 test/pinpool/test_conditional_nodes.py test/consumers"
-# What the CI leg is budgeted at (measured: see README, "Sanitizers").
+# What the CI leg is budgeted at (measured: see docs/testing.md, "Sanitizer legs").
 SANITIZE_CI_LEG_MIN=15
 
 # sanitize_leg PAIR KIND [pytest args]: one leg, one summary row ("2.13+asan", "2.10+tsan").

@@ -326,3 +326,34 @@ def test_audit_command_runs_the_sitecustomize_it_shadows(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "own sitecustomize" in proc.stderr
     assert "no hazard seen" in proc.stderr
+
+
+# --- the text report: labelled counts, what to do, never a bare "none" --------------------------
+
+_TEXT = """
+from torch_npu_pinpool import _report
+hazards = [dict(kind=k, count=0, bytes=0, affects="", sites=[]) for k in _report.KINDS]
+hazards[0].update(count=2, bytes=8192, affects="pinned inside the capture: ...", sites=["a.py:3"])
+hazards[2].update(count=1, affects="a released pool id: ...", sites=["a.py:9"])
+report = {"torch_npu": "2.9.1", "plugin": "0.1.0", "hazards": hazards}
+unchecked = "not checked on this torch (2.9.1+cpu): the check needs torch >= 2.10"
+compared = "compared at completion: 1 H2D copies and 0 replays; not checked: 0 reads, 0 queued"
+result = {"unchecked": _report.text(report, unchecked), "compared": _report.text(report, compared)}
+"""
+
+
+def test_report_text_labels_counts_and_says_what_to_do(run_isolated):
+    """Each kind seen: its count with a unit, the bytes when there are any, the sites, what
+    happened, what native does and what to change. The race check: "not checked on this torch"
+    where it cannot run, how much it compared where it found nothing; never a bare "none"."""
+    r = run_isolated(_TEXT, env={"TORCH_NPU_PINPOOL": "0"}).result
+    lines = r["unchecked"].splitlines()
+    assert "  recycled_by_native: 2 pinned blocks, 8.0 KiB" in lines
+    assert "  released_pool_recapture: 1 capture" in lines, "no bytes shown when there are none"
+    assert "    pinned at a.py:3" in lines and "    captured at a.py:9" in lines
+    for label in ("what happened:", "native torch_npu:", "to stop depending on the plugin:"):
+        assert sum(line.strip().startswith(label) for line in lines) == 2, (label, lines)
+    assert "  written_while_queued: not checked on this torch (2.9.1+cpu)" in r["unchecked"]
+    assert "written_while_queued: none seen (compared at completion: 1 H2D copies" in r["compared"]
+    for text in r.values():
+        assert not any(line.rstrip().endswith(": none") for line in text.splitlines()), text

@@ -33,7 +33,7 @@ def test_pageable_copy_in_capture_is_refused_clearly(scenario, how, blocking, si
     assert o["reset"] is True
     assert not any(o["capturing"]), "a capture registration was left behind"
     if pair() < (2, 10):
-        # README, Limitations: the guard needs torch >= 2.10; on 2.8 / 2.9 torch_npu's own error
+        # docs/limitations.md: the guard needs torch >= 2.10; on 2.8 / 2.9 torch_npu's own error
         # stays (and after the non_blocking form its task queue runs nothing more).
         assert ".pin_memory()" not in error
         return

@@ -46,7 +46,7 @@ def test_noncontiguous_pinned_view_in_capture(scenario, plugin, direction, kind)
     assert not any(o["capturing"]), "a capture registration was left behind"
     if not plugin or pair() < (2, 10):
         # torch_npu alone (and the plugin on torch < 2.10, where the copy guard cannot be
-        # installed: README, Limitations) refuses with its own error.
+        # installed: docs/limitations.md) refuses with its own error.
         assert o["error"] is not None
         assert "pin_memory" not in o["error"]
         return

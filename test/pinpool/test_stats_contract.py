@@ -6,7 +6,7 @@ Allowed differences, each for a reason:
     microseconds, different from run to run even for one allocator. Their .count is compared.
   * torch 2.8 / 2.9 only, the in-use bytes (``allocated_bytes.current`` there): ATen of those
     versions counts a block handed back after its copy event as ``size + 1`` bytes still in use
-    (native shows 4097 for nothing in use); the plugin reports the true figure (README,
+    (native shows 4097 for nothing in use); the plugin reports the true figure (docs/limitations.md,
     Limitations). The test checks the plugin's figure is the true one instead.
 """
 

@@ -1,0 +1,110 @@
+"""ci/lib/leg_summary.py and ci/render_results.py: a leg's JUnit XML becomes a summary, and the
+summaries become docs/test-results.md's table (one row per leg, every known pair listed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "ci"))
+sys.path.insert(0, str(REPO / "ci" / "lib"))
+import leg_summary  # noqa: E402
+import render_results  # noqa: E402
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="1" failures="2" skipped="5" tests="40" time="1.0">
+</testsuite></testsuites>
+"""
+
+
+def _summary(leg: str, pair: str, date: str = "2026-11-27", **extra: object) -> dict:
+    data = {
+        "leg": leg,
+        "pair": pair,
+        "arch": "x86_64",
+        "torch": f"{pair}.0+cpu",
+        "torch_npu": f"{pair}.0",
+        "commit": "0123abc",
+        "date": date,
+        "passed": 30,
+        "skipped": 2,
+        "failed": 0,
+        "result": "PASS",
+        "source": "ci/test.sh",
+    }
+    data.update(extra)
+    return data
+
+
+def _write(directory: Path, *summaries: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for s in summaries:
+        (directory / f"{leg_summary.slug(str(s['leg']))}.json").write_text(json.dumps(s))
+    return directory
+
+
+def test_junit_counts(tmp_path):
+    """failed = failures + errors; passed = the rest of what ran and was not skipped."""
+    junit = tmp_path / "run.xml"
+    junit.write_text(JUNIT)
+    assert leg_summary.counts(junit) == {"passed": 32, "skipped": 5, "failed": 3}
+
+
+def test_leg_summary_writes_the_fields_the_page_needs(tmp_path):
+    junit = tmp_path / "run.xml"
+    junit.write_text(JUNIT)
+    out = tmp_path / "results"
+    cmd = [sys.executable, str(REPO / "ci/lib/leg_summary.py"), "--leg", "2.14 as-npu"]
+    cmd += ["--pair", "2.14", "--junit", str(junit), "--rc", "0", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    data = json.loads((out / "2.14-as-npu.json").read_text())
+    assert set(render_results.FIELDS) <= set(data)
+    assert (data["leg"], data["pair"], data["passed"], data["failed"]) == (
+        "2.14 as-npu",
+        "2.14",
+        32,
+        3,
+    )
+    assert data["result"] == "FAIL", "a leg with failed tests is red even when its rc was 0"
+    assert len(data["date"]) == 10 and data["commit"]
+
+
+def test_render_table(tmp_path):
+    """One row per leg, newest pair first; a pair without a summary says so; a summary not
+    written by ci/test.sh is marked and its source listed."""
+    ci = _write(tmp_path / "ci", _summary("2.14", "2.14"), _summary("2.10 asan", "2.10"))
+    hand = _summary("2.8", "2.8", source="copied from a log by hand")
+    _write(tmp_path / "kept", hand)
+    page = render_results.render([ci, tmp_path / "kept"], pairs=["2.14", "2.10", "2.9", "2.8"])
+    table = [line for line in page.splitlines() if line.startswith("| 2.")]
+    assert table == [
+        "| 2.14 | 2.14 | 2.14.0+cpu | 2.14.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | PASS |",
+        "| 2.10 | 2.10 asan | 2.10.0+cpu | 2.10.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | PASS |",
+        "| 2.9 | - | - | - | - | - | - | - | - | no run recorded yet |",
+        "| 2.8 | 2.8 | 2.8.0+cpu | 2.8.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | "
+        "PASS (recorded by hand, see below) |",
+    ]
+    assert "- copied from a log by hand" in page
+
+
+def test_newest_summary_of_a_leg_wins(tmp_path):
+    old = _write(tmp_path / "old", _summary("2.14", "2.14", date="2026-11-01", passed=1))
+    new = _write(tmp_path / "new", _summary("2.14", "2.14", date="2026-11-27", passed=9))
+    for dirs in ([old, new], [new, old]):
+        rows = [r for r in render_results.render(dirs, pairs=["2.14"]).splitlines() if "2026" in r]
+        assert len(rows) == 1 and "| 9 |" in rows[0], rows
+
+
+def test_committed_page_is_the_rendered_one():
+    """docs/test-results.md is the renderer's output for the summaries kept in ci/results/
+    (plus, where this machine has them, build/test-results/): regenerate it, never edit it."""
+    page = (REPO / "docs" / "test-results.md").read_text()
+    assert page.startswith(render_results.HEADER)
+    for pair in render_results.all_pairs():
+        assert f"\n| {pair} |" in page, f"pair {pair} missing from docs/test-results.md"
+    kept = render_results.render([REPO / "ci" / "results"])
+    if not (REPO / "build" / "test-results").is_dir():
+        assert page == kept, "docs/test-results.md is stale: run python ci/render_results.py"

@@ -24,9 +24,6 @@ INTERNAL = {
     "TORCH_NPU_PINPOOL_AUDIT_DIR": "set by the audit command for the program it runs",
     "TORCH_NPU_PINPOOL_SANITIZE": "sanitized test builds: docs/testing.md",
 }
-# Documented ahead of the code: the allocator change in progress reads it. Remove it from here
-# once csrc/ reads it (then the check below holds it to the code like every other variable).
-PENDING = {"TORCH_NPU_PINPOOL_LARGE_CACHE_MB"}
 
 
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", flags=re.S | re.M)
@@ -118,7 +115,7 @@ def test_every_user_variable_is_documented_and_every_documented_one_is_read():
         f"INTERNAL lists variables the code no longer reads: {set(INTERNAL) - read}"
     )
     documented = set(VARIABLE.findall(_text(REPO / "docs" / "configuration.md")))
-    user = (read - set(INTERNAL)) | PENDING
+    user = read - set(INTERNAL)
     assert user - documented == set(), (
         f"read by the code, missing from docs/configuration.md: {user - documented}"
     )

@@ -71,16 +71,6 @@ def test_host_empty_cache_waits_once_for_a_stuck_fence(scenario, plugin):
         assert r["held_after"] == r["baseline"], r
 
 
-@pytest.mark.simulator
-def test_failed_reset_keeps_the_graphs_blocks(scenario):
-    """torch_npu's reset fails (the runtime refuses to destroy the model): the graph can still
-    replay, so its block is not handed to the next pinned tensor; a later reset gives it back."""
-    r = scenario("failed_reset").result
-    assert r["reset_error"], r
-    assert r["values"] == [3.0], r
-    assert r["held_after"] == r["baseline"], r
-
-
 def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
     """Activation raises when the graph hooks cannot go in, registers nothing, and a later
     activation installs allocator and hooks together."""

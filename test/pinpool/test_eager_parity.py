@@ -65,8 +65,9 @@ def test_host_empty_cache_waits_once_for_a_stuck_fence(scenario, plugin):
     env = _env(plugin, PINPOOL_GRAPHS=100)
     r = scenario("stuck_fence_empty_cache", env=env, timeout=300).result
     assert r["first_call_s"] < 5.0 + 2.0, r
-    assert r["wrong"] == [], r
-    if plugin:  # natively torch_npu >= 2.11 keeps a capture's stream-used blocks until exit
+    if plugin:  # natively the temporaries freed in the captures are reused (2.10: by the next
+        # capture; >= 2.11 keeps a capture's stream-used blocks until exit instead)
+        assert r["wrong"] == [], r
         assert r["held_stuck"] > r["baseline"], r  # held while the replays may still run
         assert r["held_after"] == r["baseline"], r
 

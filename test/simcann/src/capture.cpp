@@ -679,7 +679,7 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI) {
   const int64_t n = ++cfg.n_model_destroy;
   if (cfg.fail_model_destroy_at.load() > 0 && n == cfg.fail_model_destroy_at.load()) {
     // Fault injection: a runtime failure before anything changed (the model stays valid and
-    // replayable), as the runtime's internal errors (507899) leave it.
+    // replayable), as a runtime internal error (507000) leaves it.
     set_error("simcann: aclmdlRIDestroy: injected failure (simcann_set_fault model_destroy)");
     return ACL_ERROR_RT_INTERNAL_ERROR;
   }

@@ -39,8 +39,9 @@ result = out
 
 
 def test_model_destroy_fault_leaves_the_model_replayable(run_isolated):
-    """simcann_set_fault("model_destroy"): aclmdlRIDestroy fails once with 507899 and changes
-    nothing - the model still replays its captured copy - and the next destroy succeeds."""
+    """simcann_set_fault("model_destroy"): aclmdlRIDestroy fails once with 507000
+    (ACL_ERROR_RT_INTERNAL_ERROR) and changes nothing - the model still replays its captured
+    copy - and the next destroy succeeds."""
     r = run_isolated(
         ACL
         + r"""
@@ -57,7 +58,7 @@ replayed = [aclmdlRIExecuteAsync(model, s), aclrtSynchronizeStream(s)]
 result = [failed, replayed, read_dev(d, 64) == b"\x07" * 64, aclmdlRIDestroy(model)]
 """
     )
-    assert r.result == [507899, [0, 0], True, 0], r.result
+    assert r.result == [507000, [0, 0], True, 0], r.result
 
 
 # One process per fault: after a failed capture torch_npu's own allocators keep capture state

@@ -95,6 +95,14 @@ std::shared_ptr<Kernel> make_binary_kernel(const TensorView& out, const BinaryAr
 // out = !self elementwise (zero is false, anything else true; NaN is true), in out's type.
 std::shared_ptr<Kernel> make_logical_not_kernel(const TensorView& out, const TensorView& self);
 
+// One element at `p` of type `dtype`, converted like the elementwise kernels do (elementwise.cpp):
+// floating stores round to the element type (double -> float -> float16/bfloat16), integer stores
+// wrap, bool stores 1 for any non-zero value; unsupported dtypes load 0 and store nothing.
+double load_double(aclDataType dtype, const void* p);
+int64_t load_int64(aclDataType dtype, const void* p);
+void store_double(aclDataType dtype, void* p, double v);
+void store_int64(aclDataType dtype, void* p, int64_t v);
+
 // Argument validation. Each returns kOk, or sets the error message (naming `op`) and returns an
 // aclnn error code.
 aclnnStatus check_tensor(const char* op, const char* what, const aclTensor* t);

@@ -1,6 +1,6 @@
-"""Simulated aclnnEqTensor / aclnnNeTensor / aclnnEqScalar / aclnnNeScalar / aclnnEqual /
+"""Simulated aclnnEq/Ne/Lt/Le/Gt/Ge Tensor and Scalar ops, aclnnEqual,
 aclnnBitwiseAndTensor / aclnnBitwiseOrTensor / aclnnInplaceMaskedFill* (src/ops/compare.cpp):
-==, !=, torch.equal, &, |, masked_fill_ on the device against torch's CPU result.
+==, !=, <, <=, >, >=, torch.equal, &, |, masked_fill_ on the device against torch's CPU result.
 
 Modelled (hicann/ops-math math/equal, not_equal, tensor_equal): both sides cast to the promoted
 type first; NaN unequal to everything; broadcasting; torch.equal false for other shapes.
@@ -72,3 +72,24 @@ def test_equal_bitwise_masked_fill_match_cpu(run_isolated):
     )
     assert r.result and all(r.result.values()), {k: v for k, v in r.result.items() if not v}
     assert len(r.result) == 11
+
+
+def test_orderings_match_cpu(run_isolated):
+    r = run_isolated(
+        """
+        import math, torch, torch_npu
+        a = torch.tensor([[1.0, math.nan, 3.0, -2.0, 0.0]])
+        b = torch.tensor([[2.0, 1.0, 3.0, -5.0, -0.0]])
+        i = torch.tensor([[3, -1, 7, 0, 2]], dtype=torch.int32)
+        ok = {}
+        for op in ("lt", "le", "gt", "ge"):
+            ok[op] = torch.equal(getattr(a.npu(), op)(b.npu()).cpu(), getattr(a, op)(b))
+            ok[op + "_scalar"] = torch.equal(getattr(a.npu(), op)(1.5).cpu(), getattr(a, op)(1.5))
+            ok[op + "_mixed"] = torch.equal(getattr(i.npu(), op)(a.npu()).cpu(), getattr(i, op)(a))
+            ok[op + "_broadcast"] = torch.equal(getattr(a.t().npu(), op)(b.npu()).cpu(),
+                                                getattr(a.t(), op)(b))
+        result = ok
+        """
+    )
+    assert r.result and all(r.result.values()), {k: v for k, v in r.result.items() if not v}
+    assert len(r.result) == 16

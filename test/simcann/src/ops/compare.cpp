@@ -1,5 +1,6 @@
-// Comparison ops of the simulated device: aclnnIsClose, aclnnIsFinite, aclnnEqTensor /
-// aclnnNeTensor (and their Inplace forms), aclnnEqScalar / aclnnNeScalar, aclnnEqual, aclnnAbs.
+// Comparison ops of the simulated device: aclnnIsClose, aclnnIsFinite, aclnnEq / Ne / Lt / Le /
+// Gt / Ge Tensor and Scalar (and their Inplace forms), aclnnEqual, aclnnAbs, bitwise and / or,
+// masked fill.
 // They are what torch.allclose / torch.isclose, torch.testing.assert_close, torch.equal, ==, !=
 // and abs() reach on torch_npu (SIMCANN_TRACE=1 on torch_npu 2.14; op-plugin
 // op_plugin/config/op_plugin_functions.yaml `exec: aclnnIsClose` / `aclnnIsFinite` / `aclnnAbs`,
@@ -58,11 +59,26 @@ aclnnStatus check_out_bool(const char* op, const TensorView& out) {
 
 // ---- elementwise comparison kernel ---------------------------------------------------------
 
-enum class Cmp { kEq, kNe };
+enum class Cmp { kEq, kNe, kLt, kLe, kGt, kGe };
+
+// a (cmp) b; every ordering with a NaN is false, != is true (IEEE, torch's CPU result).
+template <typename T>
+bool compare(Cmp cmp, T a, T b) {
+  switch (cmp) {
+    case Cmp::kEq: return a == b;
+    case Cmp::kNe: return a != b;
+    case Cmp::kLt: return a < b;
+    case Cmp::kLe: return a <= b;
+    case Cmp::kGt: return a > b;
+    case Cmp::kGe: return a >= b;
+  }
+  return false;
+}
 
 // out[i] = (a[i] cmp b[i]) with both sides cast to `compute` first (aclnnEqTensor /
-// aclnnNeTensor: op::PromoteType then l0op::Cast, math/equal + math/not_equal op_api). NaN is
-// unequal to everything, itself included (IEEE; torch's CPU result).
+// aclnnNeTensor: op::PromoteType then l0op::Cast, math/equal + math/not_equal op_api; the
+// orderings likewise, math/less_equal, less, greater_equal, greater docs). NaN is unequal to
+// everything, itself included (IEEE; torch's CPU result).
 class CompareKernel : public Kernel {
  public:
   CompareKernel(Cmp cmp, const TensorView& out, const TensorView& a, const TensorView* b,
@@ -78,17 +94,17 @@ class CompareKernel : public Kernel {
     const std::vector<char*> pb = has_b_ ? element_addresses(b_, out_.sizes) : std::vector<char*>();
     const bool floating = dtype_is_floating(compute_);
     for (size_t i = 0; i < po.size(); ++i) {
-      bool eq;
+      bool r;
       if (floating) {
         const double x = round_to(compute_, load_double(a_.dtype, pa[i]));
         const double y = round_to(compute_, has_b_ ? load_double(b_.dtype, pb[i]) : scalar_double());
-        eq = x == y;
+        r = compare(cmp_, x, y);
       } else {
         const int64_t x = load_int64(a_.dtype, pa[i]);
         const int64_t y = has_b_ ? load_int64(b_.dtype, pb[i]) : scalar_.as_int;
-        eq = x == y;
+        r = compare(cmp_, x, y);
       }
-      store_int64(out_.dtype, po[i], (cmp_ == Cmp::kEq) == eq ? 1 : 0);
+      store_int64(out_.dtype, po[i], r ? 1 : 0);
     }
     return ACL_SUCCESS;
   }
@@ -493,6 +509,12 @@ extern "C" {
 
 SIMCANN_COMPARE_FAMILY(Eq, so::Cmp::kEq)
 SIMCANN_COMPARE_FAMILY(Ne, so::Cmp::kNe)
+// <, <=, >, >= (docs/aclnnLtTensor, aclnnLeScalar ...; torch_npu's TestCase.assertEqual and
+// tensor printing reach LeScalar / GtScalar).
+SIMCANN_COMPARE_FAMILY(Lt, so::Cmp::kLt)
+SIMCANN_COMPARE_FAMILY(Le, so::Cmp::kLe)
+SIMCANN_COMPARE_FAMILY(Gt, so::Cmp::kGt)
+SIMCANN_COMPARE_FAMILY(Ge, so::Cmp::kGe)
 
 // docs/aclnnEqual.md: aclnnEqualGetWorkspaceSize(self, other, out, ...), out a [1] bool.
 aclnnStatus aclnnEqualGetWorkspaceSize(const aclTensor* self, const aclTensor* other,

@@ -148,7 +148,7 @@ done
 
 # ---- 5. the table -------------------------------------------------------------------------
 echo
-echo "torch_npu $(python -c "import torch_npu; print(torch_npu.__version__)" 2>/dev/null | tail -1) (pair $PAIR), simulated CANN runtime; passed/failed/skipped"
+echo "torch_npu $(cd "$WORK" && python -c "import torch, torch_npu; print(torch_npu.__version__)" 2>/dev/null | tail -1) (pair $PAIR), simulated CANN runtime; passed/failed/skipped"
 printf '| %s | %s | %s |\n' "file" "plugin on" "plugin off (TORCH_NPU_PINPOOL=0)"
 printf '|---|---|---|\n'
 for r in "${ROWS[@]}"; do

@@ -28,12 +28,14 @@ def test_abs_max_all_any_sum_match_cpu(run_isolated):
         ok["max_nan"] = math.isnan(n.npu().max().item())
         x = torch.randn(4, 5, 6)
         ok["amax"] = torch.equal(x.npu().amax(dim=(0, 2)).cpu(), x.amax(dim=(0, 2)))
-        ok["amax_keepdim"] = torch.equal(x.npu().amax(dim=1, keepdim=True).cpu(), x.amax(dim=1, keepdim=True))
+        ok["amax_keepdim"] = torch.equal(x.npu().amax(dim=1, keepdim=True).cpu(),
+                                         x.amax(dim=1, keepdim=True))
         v, idx = x.npu().max(dim=1)
         cv, ci = x.max(dim=1)
         ok["max_dim"] = torch.equal(v.cpu(), cv) and torch.equal(idx.cpu(), ci)
         t = torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
-        ok["max_dim_first_tie"] = torch.equal(t.npu().max(dim=1).indices.cpu(), torch.tensor([1, 0]))
+        ok["max_dim_first_tie"] = torch.equal(t.npu().max(dim=1).indices.cpu(),
+                                              torch.tensor([1, 0]))
         ok["max_strided"] = torch.equal(x.npu().transpose(0, 2).max().cpu(), x.max())
         b = x > 0
         ok["all"] = torch.equal(b.npu().all().cpu(), b.all()) and torch.equal(
@@ -42,7 +44,9 @@ def test_abs_max_all_any_sum_match_cpu(run_isolated):
         ok["all_float_nan_is_true"] = torch.equal(n.npu().all().cpu(), n.all())
         ok["sum_bool"] = torch.equal(b.npu().sum().cpu(), b.sum())
         ok["sum_int_dim"] = torch.equal(base.long().npu().sum(dim=0).cpu(), base.long().sum(dim=0))
-        ok["sum_f16"] = torch.allclose(x.half().npu().sum(dim=2).cpu().float(), x.half().sum(dim=2).float(), 1e-3, 1e-2)
+        h = x.half()
+        ok["sum_f16"] = torch.allclose(h.npu().sum(dim=2).cpu().float(), h.sum(dim=2).float(),
+                                       1e-3, 1e-2)
         result = ok
         """
     )

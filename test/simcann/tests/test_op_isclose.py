@@ -58,7 +58,8 @@ def test_isfinite_and_assert_close(run_isolated):
         x = torch.tensor([0.0, -1.5, math.inf, -math.inf, math.nan, 65504.0])
         ok = {}
         for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
-            ok[str(dt)] = torch.equal(torch.isfinite(x.to(dt).npu()).cpu(), torch.isfinite(x.to(dt)))
+            y = x.to(dt)
+            ok[str(dt)] = torch.equal(torch.isfinite(y.npu()).cpu(), torch.isfinite(y))
         ok["int_all_true"] = torch.equal(torch.isfinite(torch.arange(4).npu()).cpu(),
                                           torch.ones(4, dtype=torch.bool))
         a = torch.randn(5, 7)

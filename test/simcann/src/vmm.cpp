@@ -19,8 +19,8 @@
 // Rules (hicann/runtime docs/zh/api_ref/11-04_virtual_memory_management.md, "the doc" below, and
 // src/acl/aclrt_impl/memory.cpp, the ACL layer's checks, which return 100000
 // ACL_ERROR_INVALID_PARAM):
-//   reserve: virPtr non-null, size > 0, flags 0 or 1 (memory.cpp); alignment "当前只能设置为0"
-//            (doc); expectPtr, if given, must be free address space.
+//   reserve: virPtr non-null, size > 0, flags 0 or 1 (memory.cpp); alignment
+//            "当前只能设置为0" (doc); expectPtr, if given, must be free address space.
 //   malloc physical: handle / prop non-null, size > 0, flags 0, handleType NONE, allocationType
 //            PINNED, location not UNREGISTERED / MANAGED, DDR attributes only for host memory
 //            (memory.cpp aclrtMallocPhysicalImpl).
@@ -159,13 +159,13 @@ SIMCANN_EXPORT int aclrtReserveMemAddress(void** virPtr, size_t size, size_t ali
   const char* api = "aclrtReserveMemAddress";
   log("%s size=%zu", api, size);
   if (virPtr == nullptr || size == 0) return refuse(kInvalidParam, api, "null virPtr or size 0");
-  if (flags > 1) return refuse(kInvalidParam, api, "flags must be 0 (or 1, kept for compatibility)");
+  if (flags > 1) return refuse(kInvalidParam, api, "flags must be 0 (or 1, for compatibility)");
   if (alignment != 0) return refuse(kInvalidParam, api, "alignment must be 0");
   const size_t rounded = (size + kHugeGranularity - 1) / kHugeGranularity * kHugeGranularity;
   int mflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
   if (expectPtr != nullptr) mflags |= MAP_FIXED_NOREPLACE;
   void* p = mmap(expectPtr, rounded, PROT_NONE, mflags, -1, 0);
-  if (p == MAP_FAILED) return refuse(kRtMemoryAlloc, api, "no address space left (or expectPtr taken)");
+  if (p == MAP_FAILED) return refuse(kRtMemoryAlloc, api, "no address space (or expectPtr taken)");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.mu);
   Reservation r;
@@ -211,7 +211,8 @@ SIMCANN_EXPORT int aclrtMallocPhysical(void** handle, size_t size, const void* p
   }
   const bool device = loc == kLocDevice;
   const int a = prop->memAttr;
-  if (device && (a == kDdrMemHuge || a == kDdrMemNormal || a == kDdrP2pHuge || a == kDdrP2pNormal)) {
+  const bool ddr = a == kDdrMemHuge || a == kDdrMemNormal || a == kDdrP2pHuge || a == kDdrP2pNormal;
+  if (device && ddr) {
     return refuse(kInvalidParam, api, "DDR memAttr only for host memory");
   }
   if (!vmm_account(device, static_cast<int64_t>(size))) {
@@ -242,7 +243,9 @@ SIMCANN_EXPORT int aclrtFreePhysical(void* handle) {
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.mu);
   Physical* ph = static_cast<Physical*>(handle);
-  if (v.handles.count(ph) == 0 || ph->freed) return refuse(kRtParamInvalid, api, "unknown or freed handle");
+  if (v.handles.count(ph) == 0 || ph->freed) {
+    return refuse(kRtParamInvalid, api, "unknown or freed handle");
+  }
   ph->freed = true;
   maybe_release(ph);
   return kOk;
@@ -259,12 +262,14 @@ SIMCANN_EXPORT int aclrtMapMem(void* virPtr, size_t size, size_t offset, void* h
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.mu);
   Physical* ph = static_cast<Physical*>(handle);
-  if (v.handles.count(ph) == 0 || ph->freed) return refuse(kRtParamInvalid, api, "unknown or freed handle");
+  if (v.handles.count(ph) == 0 || ph->freed) {
+    return refuse(kRtParamInvalid, api, "unknown or freed handle");
+  }
   if (offset != 0) return refuse(kRtParamInvalid, api, "offset must be 0");
   if (size != ph->size) return refuse(kRtParamInvalid, api, "size must equal the handle's size");
   const uintptr_t p = reinterpret_cast<uintptr_t>(virPtr);
   Reservation* r = reservation_of(v, p, size);
-  if (r == nullptr) return refuse(kRtParamInvalid, api, "range not inside one reserved address range");
+  if (r == nullptr) return refuse(kRtParamInvalid, api, "range not inside one reservation");
   if (overlaps_mapping(v, p, size)) return refuse(kRtParamInvalid, api, "range already mapped");
   const int dev = ph->device ? ph->dev : -1;
   bool mapped_any = false;
@@ -300,9 +305,10 @@ SIMCANN_EXPORT int aclrtUnmapMem(void* virPtr) {
 }
 
 // doc aclrtMemGetAllocationGranularity: the size physical allocations are aligned to; 2 MiB for
-// huge pages and HBM (ACL_HBM_MEM_NORMAL "接口内部会按照ACL_HBM_MEM_HUGE类型申请"), the page
-// otherwise.
-SIMCANN_EXPORT int aclrtMemGetAllocationGranularity(void* propArg, int option, size_t* granularity) {
+// huge pages and HBM (ACL_HBM_MEM_NORMAL "接口内部会按照ACL_HBM_MEM_HUGE类型申请"),
+// the page otherwise.
+SIMCANN_EXPORT int aclrtMemGetAllocationGranularity(void* propArg, int option,
+                                                    size_t* granularity) {
   const char* api = "aclrtMemGetAllocationGranularity";
   log("%s", api);
   const PhysicalMemProp* prop = static_cast<const PhysicalMemProp*>(propArg);

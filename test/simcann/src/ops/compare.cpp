@@ -97,7 +97,8 @@ class CompareKernel : public Kernel {
       bool r;
       if (floating) {
         const double x = round_to(compute_, load_double(a_.dtype, pa[i]));
-        const double y = round_to(compute_, has_b_ ? load_double(b_.dtype, pb[i]) : scalar_double());
+        const double yb = has_b_ ? load_double(b_.dtype, pb[i]) : scalar_double();
+        const double y = round_to(compute_, yb);
         r = compare(cmp_, x, y);
       } else {
         const int64_t x = load_int64(a_.dtype, pa[i]);
@@ -312,7 +313,8 @@ class UnaryKernel : public Kernel {
         store_double(out_.dtype, po[i], std::fabs(load_double(self_.dtype, ps[i])));
       } else {
         const int64_t v = load_int64(self_.dtype, ps[i]);
-        store_int64(out_.dtype, po[i], v < 0 ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(v)) : v);
+        const int64_t neg = static_cast<int64_t>(0ULL - static_cast<uint64_t>(v));  // wraps
+        store_int64(out_.dtype, po[i], v < 0 ? neg : v);
       }
     }
     return ACL_SUCCESS;
@@ -459,10 +461,12 @@ aclnnStatus masked_fill(const char* op, const aclTensor* self, const aclTensor* 
   if (value != nullptr) {
     SIMCANN_CHECK(check_tensor(op, "value", value));
     if (view_of(value).numel() != 1) return invalid(op, "value must have one element");
-    return finish_op(op, std::make_shared<MaskedFillKernel>(s, m, nullptr, &view_of(value)), ws, ex);
+    auto kernel = std::make_shared<MaskedFillKernel>(s, m, nullptr, &view_of(value));
+    return finish_op(op, kernel, ws, ex);
   }
   SIMCANN_CHECK(check_scalar(op, "value", scalar));
-  return finish_op(op, std::make_shared<MaskedFillKernel>(s, m, &value_of(scalar), nullptr), ws, ex);
+  auto kernel = std::make_shared<MaskedFillKernel>(s, m, &value_of(scalar), nullptr);
+  return finish_op(op, kernel, ws, ex);
 }
 
 }  // namespace
@@ -548,7 +552,8 @@ SIMCANN_ACLNN_LAUNCH(aclnnAbs)
 // docs/aclnnBitwiseAndTensor.md: (self, other, out, ...); aclnnInplaceBitwiseAndTensor(selfRef,
 // other, ...); aclnnBitwiseOrTensor&aclnnInplaceBitwiseOrTensor.md likewise.
 aclnnStatus aclnnBitwiseAndTensorGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                                  aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
+                                                  aclTensor* out, uint64_t* ws,
+                                                  aclOpExecutor** ex) {
   return so::bitwise("aclnnBitwiseAndTensor", so::Bitwise::kAnd, self, other, out, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnBitwiseAndTensor)

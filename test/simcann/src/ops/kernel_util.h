@@ -14,7 +14,8 @@ namespace ops {
 
 // Byte address of every element of `v` broadcast to `shape` (NumPy rules, `v` right-aligned), in
 // row-major order of `shape`. The caller has checked that `v` broadcasts to `shape`.
-inline std::vector<char*> element_addresses(const TensorView& v, const std::vector<int64_t>& shape) {
+inline std::vector<char*> element_addresses(const TensorView& v,
+                                            const std::vector<int64_t>& shape) {
   const int64_t item = static_cast<int64_t>(dtype_size(v.dtype));
   const size_t nd = shape.size(), vd = v.sizes.size();
   std::vector<int64_t> step(nd, 0);  // element stride per output dimension, 0 when broadcast

@@ -167,7 +167,8 @@ class NormalKernel : public Kernel {
       : out_(out), mean_(mean), std_(std), seed_(seed), offset_(offset) {}
 
   aclError run() const override {
-    uint64_t state = static_cast<uint64_t>(seed_) * 0x100000001b3ULL ^ static_cast<uint64_t>(offset_);
+    uint64_t state =
+        static_cast<uint64_t>(seed_) * 0x100000001b3ULL ^ static_cast<uint64_t>(offset_);
     for (char* p : element_addresses(out_)) {
       const double u1 = (static_cast<double>(splitmix64(&state) >> 11) + 1.0) / 9007199254740992.0;
       const double u2 = static_cast<double>(splitmix64(&state) >> 11) / 9007199254740992.0;

@@ -26,8 +26,8 @@ namespace {
 
 enum class Reduce { kMax, kAll, kAny, kSum };
 
-// Which dims of a rank-`nd` tensor `dims` reduces (empty: all, docs/aclnnAll.md "如果dim为[]时，
-// 对所有维度做reduce"; a dim outside [-nd, nd) is refused).
+// Which dims of a rank-`nd` tensor `dims` reduces (empty: all, docs/aclnnAll.md
+// "如果dim为[]时，对所有维度做reduce"; a dim outside [-nd, nd) is refused).
 bool reduced_mask(const std::vector<int64_t>& dims, size_t nd, std::vector<bool>* mask) {
   mask->assign(nd, dims.empty());
   const int64_t n = static_cast<int64_t>(nd);
@@ -58,7 +58,11 @@ class ReduceKernel : public Kernel {
  public:
   ReduceKernel(Reduce kind, const TensorView& out, const TensorView& self, std::vector<bool> mask,
                const TensorView* indices = nullptr)
-      : kind_(kind), out_(out), self_(self), mask_(std::move(mask)), has_indices_(indices != nullptr) {
+      : kind_(kind),
+        out_(out),
+        self_(self),
+        mask_(std::move(mask)),
+        has_indices_(indices != nullptr) {
     if (has_indices_) indices_ = *indices;
   }
 
@@ -197,7 +201,7 @@ aclnnStatus reduce(const char* op, Reduce kind, const aclTensor* self,
 aclnnStatus reduce_sum(const char* op, const aclTensor* self, const std::vector<int64_t>& dims,
                        aclDataType dtype, const aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
   SIMCANN_CHECK(check_tensor(op, "out", out));
-  if (view_of(out).dtype != dtype) return invalid(op, "out's dtype differs from the dtype argument");
+  if (view_of(out).dtype != dtype) return invalid(op, "out's dtype is not the dtype argument");
   return reduce(op, Reduce::kSum, self, dims, out, ws, ex);
 }
 
@@ -209,7 +213,7 @@ aclnnStatus max_dim(const char* op, const aclTensor* self, int64_t dim, const ac
   SIMCANN_CHECK(check_tensor(op, "out", out));
   SIMCANN_CHECK(check_tensor(op, "indices", indices));
   const TensorView &s = view_of(self), &o = view_of(out), &i = view_of(indices);
-  if (i.dtype != ACL_INT64 && i.dtype != ACL_INT32) return invalid(op, "indices must be int64 or int32");
+  if (i.dtype != ACL_INT64 && i.dtype != ACL_INT32) return invalid(op, "indices: int64 or int32");
   std::vector<bool> mask;
   if (!reduced_mask({dim}, s.sizes.size(), &mask)) return invalid(op, "dim out of range");
   if (s.numel() == 0) return invalid(op, "cannot reduce an empty tensor");
@@ -225,9 +229,9 @@ aclnnStatus max_dim(const char* op, const aclTensor* self, int64_t dim, const ac
 // ---- cat -------------------------------------------------------------------------------------
 
 // out = the tensors concatenated along `dim`: each is copied (converting to out's type: the list
-// promotes, docs/aclnnCat.md "互推导关系") into the slice of out it fills. Every tensor has out's
-// rank and out's sizes except along `dim`; a 1-D empty tensor is skipped (op-plugin already drops
-// them: CatKernelNpuOpApi.cpp cat_dest_tensor_list_opapi).
+// promotes, docs/aclnnCat.md "互推导关系") into the slice of out it fills. Every tensor has
+// out's rank and out's sizes except along `dim`; a 1-D empty tensor is skipped (op-plugin
+// already drops them: CatKernelNpuOpApi.cpp cat_dest_tensor_list_opapi).
 aclnnStatus cat(const char* op, const aclTensorList* tensors, int64_t dim, const aclTensor* out,
                 uint64_t* ws, aclOpExecutor** ex) {
   const std::vector<const aclTensor*> list = tensor_list_of(tensors);

@@ -1,6 +1,6 @@
-"""Simulated aclnnAbs / aclnnMax / aclnnAmax / aclnnMaxDim / aclnnAll / aclnnAny /
-aclnnReduceSum (src/ops/compare.cpp, reduce.cpp) against torch's CPU result: every element
-type, NaN propagation of max, dims and keepdim, strided views.
+"""Simulated aclnnAbs / aclnnCeil / aclnnMax / aclnnMin / aclnnAmax / aclnnMaxDim / aclnnAll /
+aclnnAny / aclnnReduceSum (src/ops/compare.cpp, reduce.cpp) against torch's CPU result: every
+element type, NaN propagation of max / min, dims and keepdim, strided views.
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ def test_abs_max_all_any_sum_match_cpu(run_isolated):
         ok["abs_int8_min_wraps"] = torch.equal(i8.npu().abs().cpu(), i8.abs())
         n = torch.tensor([1.0, math.nan, 3.0])
         ok["max_nan"] = math.isnan(n.npu().max().item())
+        ok["min_nan"] = math.isnan(n.npu().min().item())
+        ok["min"] = torch.equal(base.npu().min().cpu(), base.min()) and torch.equal(
+            base.long().npu().min().cpu(), base.long().min())
+        c = torch.tensor([-1.5, -0.5, 0.2, 2.0, math.inf])
+        ok["ceil"] = torch.equal(c.npu().ceil().cpu(), c.ceil()) and torch.equal(
+            c.half().npu().ceil().cpu(), c.half().ceil())
         x = torch.randn(4, 5, 6)
         ok["amax"] = torch.equal(x.npu().amax(dim=(0, 2)).cpu(), x.amax(dim=(0, 2)))
         ok["amax_keepdim"] = torch.equal(x.npu().amax(dim=1, keepdim=True).cpu(),
@@ -51,4 +57,4 @@ def test_abs_max_all_any_sum_match_cpu(run_isolated):
         """
     )
     assert r.result and all(r.result.values()), {k: v for k, v in r.result.items() if not v}
-    assert len(r.result) == 31
+    assert len(r.result) == 34

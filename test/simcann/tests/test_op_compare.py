@@ -95,3 +95,29 @@ def test_orderings_match_cpu(run_isolated):
     )
     assert r.result and all(r.result.values()), {k: v for k, v in r.result.items() if not v}
     assert len(r.result) == 16
+
+
+def test_masked_select_and_printing(run_isolated):
+    """aclnnMaskedSelect (the out shape known only after the kernel: aclGetViewShape) and what
+    printing a device tensor needs (masked select, abs, min, max, ceil, ne, and)."""
+    r = run_isolated(
+        """
+        import math, torch, torch_npu
+        a = torch.arange(12.0).reshape(3, 4)
+        m = torch.tensor([True, False, True, True])
+        ok = {}
+        ok["row_mask"] = torch.equal(torch.masked_select(a.npu(), m.npu()).cpu(),
+                                     torch.masked_select(a, m))
+        ok["none"] = torch.equal(torch.masked_select(a.npu(), (a > 20).npu()).cpu(),
+                                 torch.masked_select(a, a > 20))
+        i = torch.tensor([[5, -3], [0, 7]], dtype=torch.int16)
+        ok["int"] = torch.equal(torch.masked_select(i.npu(), (i > 0).npu()).cpu(),
+                                torch.masked_select(i, i > 0))
+        for t in (torch.tensor([1.5, -2.0, 3.25, math.nan]), torch.tensor([1e9, 1.0]),
+                  torch.arange(6).reshape(2, 3), torch.tensor([0.1, 2.0]).half()):
+            ok[repr(t)] = repr(t.npu()).replace(", device='npu:0'", "") == repr(t)
+        result = ok
+        """
+    )
+    assert r.result and all(r.result.values()), {k: v for k, v in r.result.items() if not v}
+    assert len(r.result) == 7

@@ -1,6 +1,6 @@
 // Comparison ops of the simulated device: aclnnIsClose, aclnnIsFinite, aclnnEq / Ne / Lt / Le /
 // Gt / Ge Tensor and Scalar (and their Inplace forms), aclnnEqual, aclnnAbs, bitwise and / or,
-// masked fill.
+// masked fill, masked select.
 // They are what torch.allclose / torch.isclose, torch.testing.assert_close, torch.equal, ==, !=
 // and abs() reach on torch_npu (SIMCANN_TRACE=1 on torch_npu 2.14; op-plugin
 // op_plugin/config/op_plugin_functions.yaml `exec: aclnnIsClose` / `aclnnIsFinite` / `aclnnAbs`,
@@ -291,10 +291,11 @@ aclnnStatus isclose(const char* op, const aclTensor* self, const aclTensor* othe
 
 // ---- isfinite / abs (unary) ------------------------------------------------------------------
 
-enum class Unary { kIsFinite, kAbs };
+enum class Unary { kIsFinite, kAbs, kCeil };
 
 // IsFinite: out[i] = self[i] is not +-inf or NaN; integral and bool inputs are all finite
 // (math/is_finite op_api/aclnn_is_finite.cpp fills `true` for non-floating types).
+// Ceil: out[i] = ceil(self[i]) (integers unchanged).
 // Abs: out[i] = |self[i]|, integers wrapping like their type (|INT8_MIN| stays INT8_MIN, as in
 // PyTorch's CPU kernel); |NaN| is NaN.
 class UnaryKernel : public Kernel {
@@ -310,7 +311,10 @@ class UnaryKernel : public Kernel {
       if (kind_ == Unary::kIsFinite) {
         store_int64(out_.dtype, po[i], !floating || std::isfinite(load_double(self_.dtype, ps[i])));
       } else if (floating) {
-        store_double(out_.dtype, po[i], std::fabs(load_double(self_.dtype, ps[i])));
+        const double x = load_double(self_.dtype, ps[i]);
+        store_double(out_.dtype, po[i], kind_ == Unary::kCeil ? std::ceil(x) : std::fabs(x));
+      } else if (kind_ == Unary::kCeil) {
+        store_int64(out_.dtype, po[i], load_int64(self_.dtype, ps[i]));
       } else {
         const int64_t v = load_int64(self_.dtype, ps[i]);
         const int64_t neg = static_cast<int64_t>(0ULL - static_cast<uint64_t>(v));  // wraps
@@ -469,6 +473,71 @@ aclnnStatus masked_fill(const char* op, const aclTensor* self, const aclTensor* 
   return finish_op(op, kernel, ws, ex);
 }
 
+// ---- masked select ---------------------------------------------------------------------------
+
+// out[0..n) = the elements of self where mask is true, row-major over their broadcast shape;
+// out's shape becomes [n] (docs/aclnnMaskedSelect.md; op-plugin MaskedSelectKernelNpuOpApi.cpp
+// allocates out for every element, runs EXEC_NPU_CMD_SYNC and resizes out to aclGetViewShape).
+class MaskedSelectKernel : public Kernel {
+ public:
+  MaskedSelectKernel(const TensorView& out, const TensorView& self, const TensorView& mask,
+                     std::vector<int64_t> shape)
+      : out_(out), self_(self), mask_(mask), shape_(std::move(shape)) {}
+
+  aclError run() const override {
+    const std::vector<char*> ps = element_addresses(self_, shape_);
+    const std::vector<char*> pm = element_addresses(mask_, shape_);
+    const std::vector<char*> po = element_addresses(out_);
+    size_t n = 0;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (load_int64(mask_.dtype, pm[i]) == 0) continue;
+      if (dtype_is_floating(self_.dtype)) {
+        store_double(out_.dtype, po[n], load_double(self_.dtype, ps[i]));
+      } else {
+        store_int64(out_.dtype, po[n], load_int64(self_.dtype, ps[i]));
+      }
+      ++n;
+    }
+    *out_.produced_sizes = {static_cast<int64_t>(n)};
+    return ACL_SUCCESS;
+  }
+
+  std::vector<MemRange> ranges() const override {
+    std::vector<MemRange> r;
+    add_view_range(&r, self_, false);
+    add_view_range(&r, mask_, false);
+    add_view_range(&r, out_, true);
+    return r;
+  }
+
+ private:
+  TensorView out_;
+  TensorView self_;
+  TensorView mask_;
+  std::vector<int64_t> shape_;
+};
+
+aclnnStatus masked_select(const char* op, const aclTensor* self, const aclTensor* mask,
+                          aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
+  SIMCANN_CHECK(check_tensor(op, "self", self));
+  SIMCANN_CHECK(check_tensor(op, "mask", mask));
+  SIMCANN_CHECK(check_tensor(op, "out", out));
+  const TensorView &s = view_of(self), &m = view_of(mask);
+  if (m.dtype != ACL_BOOL && m.dtype != ACL_UINT8) return invalid(op, "mask must be bool");
+  std::vector<int64_t> shape;
+  if (!broadcast_shape(s.sizes, m.sizes, &shape)) {
+    return invalid(op, "self and mask do not broadcast to one shape");
+  }
+  TensorView& o = const_cast<TensorView&>(view_of(out));  // our descriptor: its produced shape
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  if (o.sizes.size() != 1 || o.sizes[0] < total) {
+    return invalid(op, "out must be 1-D with room for every element");
+  }
+  o.produced_sizes = std::make_shared<std::vector<int64_t>>(o.sizes);
+  return finish_op(op, std::make_shared<MaskedSelectKernel>(o, s, m, shape), ws, ex);
+}
+
 }  // namespace
 }  // namespace ops
 }  // namespace simcann
@@ -542,6 +611,18 @@ aclnnStatus aclnnIsFiniteGetWorkspaceSize(const aclTensor* self, aclTensor* out,
 }
 SIMCANN_ACLNN_LAUNCH(aclnnIsFinite)
 
+// docs/aclnnCeil&aclnnInplaceCeil.md: (self, out, ...) / (selfRef, ...); integers unchanged.
+aclnnStatus aclnnCeilGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
+                                      aclOpExecutor** ex) {
+  return so::unary("aclnnCeil", so::Unary::kCeil, self, out, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnCeil)
+
+aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws, aclOpExecutor** ex) {
+  return so::unary("aclnnInplaceCeil", so::Unary::kCeil, selfRef, selfRef, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceCeil)
+
 // docs/aclnnAbs.md: (self, out, ...).
 aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
                                      aclOpExecutor** ex) {
@@ -593,5 +674,12 @@ aclnnStatus aclnnInplaceMaskedFillTensorGetWorkspaceSize(aclTensor* selfRef, con
   return so::masked_fill("aclnnInplaceMaskedFillTensor", selfRef, mask, nullptr, value, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnInplaceMaskedFillTensor)
+
+// docs/aclnnMaskedSelect.md: (self, mask, out, ...); torch.masked_select, tensor printing.
+aclnnStatus aclnnMaskedSelectGetWorkspaceSize(const aclTensor* self, const aclTensor* mask,
+                                              aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
+  return so::masked_select("aclnnMaskedSelect", self, mask, out, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnMaskedSelect)
 
 }  // extern "C"

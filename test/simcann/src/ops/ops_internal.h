@@ -47,6 +47,10 @@ struct TensorView {
   int64_t offset = 0;
   std::vector<int64_t> storage_dims;
   void* data = nullptr;
+  // Ops whose output shape is known only when the kernel has run (aclnnMaskedSelect): the kernel
+  // writes it here and aclGetViewShape of the descriptor reports it (op-plugin reads it after
+  // EXEC_NPU_CMD_SYNC). Shared, so the kernel never points into a destroyed descriptor.
+  std::shared_ptr<std::vector<int64_t>> produced_sizes;
 
   int64_t numel() const;
   bool is_contiguous() const;

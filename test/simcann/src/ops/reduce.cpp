@@ -1,6 +1,6 @@
-// Reductions and concatenation of the simulated device: aclnnMax (all elements), aclnnAmax
-// (over dims), aclnnAll / aclnnAny (over dims), aclnnCat. They are what torch.allclose
-// (isclose(...).all()), torch.testing.assert_close / expecttest's assertEqual (max of the
+// Reductions and concatenation of the simulated device: aclnnMax / aclnnMin (all elements),
+// aclnnAmax / aclnnMaxDim (over dims), aclnnReduceSum, aclnnAll / aclnnAny (over dims),
+// aclnnCat. They are what torch.allclose (isclose(...).all()), torch.testing.assert_close / expecttest's assertEqual (max of the
 // difference, all / any of masks) and torch.cat reach on torch_npu (SIMCANN_TRACE=1 on 2.14;
 // op-plugin MaxKernelNpuOpApi.cpp `EXEC_NPU_CMD(aclnnMax, self, result)`, AllKernelNpuOpApi.cpp /
 // AnyKernelNpuOpApi.cpp `(self, dims, keepdim, out)`, op_plugin_functions.yaml `exec: aclnnAmax`,
@@ -24,7 +24,7 @@ namespace {
     if (simcann_status != kOk) return simcann_status; \
   } while (false)
 
-enum class Reduce { kMax, kAll, kAny, kSum };
+enum class Reduce { kMax, kMin, kAll, kAny, kSum };
 
 // Which dims of a rank-`nd` tensor `dims` reduces (empty: all, docs/aclnnAll.md
 // "如果dim为[]时，对所有维度做reduce"; a dim outside [-nd, nd) is refused).
@@ -47,7 +47,7 @@ int64_t kept_numel(const std::vector<int64_t>& sizes, const std::vector<bool>& m
 }
 
 // out[j] = fold of self over the reduced dims, j counting the kept positions row-major.
-// kMax: the largest element; a NaN wins (PyTorch's max / amax propagate NaN; the CANN docs do not
+// kMax / kMin: the largest / smallest element; a NaN wins (PyTorch's max / amax propagate NaN; the CANN docs do not
 // say otherwise); the winning element is copied bit-for-bit when out has self's type.
 // kAll / kAny: every / some element non-zero (NaN counts as non-zero), stored as 1 / 0.
 // kSum: the sum in out's type (accumulated in double for a floating out, rounded once; in int64,
@@ -116,19 +116,22 @@ class ReduceKernel : public Kernel {
   }
 
  private:
-  bool greater(const char* a, const char* b) const {  // a > b, NaN greatest
+  // a beats b: a > b for kMax, a < b for kMin; a NaN beats everything.
+  bool beats(const char* a, const char* b) const {
+    const bool min = kind_ == Reduce::kMin;
     if (!dtype_is_floating(self_.dtype)) {
-      return load_int64(self_.dtype, a) > load_int64(self_.dtype, b);
+      const int64_t x = load_int64(self_.dtype, a), y = load_int64(self_.dtype, b);
+      return min ? x < y : x > y;
     }
     const double x = load_double(self_.dtype, a), y = load_double(self_.dtype, b);
     if (std::isnan(y)) return false;
-    return std::isnan(x) || x > y;
+    return std::isnan(x) || (min ? x < y : x > y);
   }
 
   // Folds element `p` in; true when it became the new maximum (kMax).
   bool fold(const char* p, const char** best, int* truth) const {
-    if (kind_ == Reduce::kMax) {
-      if (*best != nullptr && !greater(p, *best)) return false;
+    if (kind_ == Reduce::kMax || kind_ == Reduce::kMin) {
+      if (*best != nullptr && !beats(p, *best)) return false;
       *best = p;
       return true;
     }
@@ -158,7 +161,7 @@ class ReduceKernel : public Kernel {
   }
 
   void emit(char* out, const char* best, int truth) const {
-    if (kind_ != Reduce::kMax) {
+    if (kind_ != Reduce::kMax && kind_ != Reduce::kMin) {
       store_int64(out_.dtype, out, truth ? 1 : 0);
     } else if (out_.dtype == self_.dtype) {
       std::memcpy(out, best, dtype_size(self_.dtype));
@@ -187,7 +190,9 @@ aclnnStatus reduce(const char* op, Reduce kind, const aclTensor* self,
   if (!reduced_mask(dims, s.sizes.size(), &mask)) return invalid(op, "dim out of range");
   // A max over nothing has no value (MaxKernelNpuOpApi.cpp refuses numel() == 0 before the call;
   // amax over an empty reduced dim is refused by PyTorch the same way).
-  if (kind == Reduce::kMax && s.numel() == 0) return invalid(op, "cannot reduce an empty tensor");
+  if ((kind == Reduce::kMax || kind == Reduce::kMin) && s.numel() == 0) {
+    return invalid(op, "cannot reduce an empty tensor");
+  }
   if (o.numel() != kept_numel(s.sizes, mask)) {
     return invalid(op, "out has the wrong number of elements for the reduced shape");
   }
@@ -288,6 +293,13 @@ aclnnStatus aclnnMaxGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint
   return so::reduce("aclnnMax", so::Reduce::kMax, self, {}, out, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnMax)
+
+// docs/aclnnMin.md: (self, out, ...): the smallest of all elements (torch.min(); tensor printing).
+aclnnStatus aclnnMinGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
+                                     aclOpExecutor** ex) {
+  return so::reduce("aclnnMin", so::Reduce::kMin, self, {}, out, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnMin)
 
 // docs/aclnnAmax.md: (self, const aclIntArray* dim, bool keepDim, out, ...).
 aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim, bool keepDim,

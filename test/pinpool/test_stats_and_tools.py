@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ._snippets import ON_OFF, env_for, native_pools, simulator_api
+from ._snippets import ON_OFF, env_for, native_pools, pair, simulator_api
 
 
 @ON_OFF
@@ -63,14 +63,23 @@ def test_doctor(tmp_path):
 
 
 @ON_OFF
-def test_expandable_segments_refused_at_capture(scenario, plugin):
+@pytest.mark.parametrize(
+    "cann", [pytest.param("", id="old-driver"), pytest.param("8.5.0", id="cann-8.5")]
+)
+def test_expandable_segments_refused_at_capture(scenario, plugin, cann):
     """``pin_memory_expandable_segments:True``: eager pinned copies work; a capture is
     refused with a message naming the setting, never silently corrupted. With the plugin
-    off nothing refuses it (torch_npu 2.10 and 2.13.0; later torch_npu refuses itself)."""
-    env = env_for(plugin, PYTORCH_NPU_ALLOC_CONF="pin_memory_expandable_segments:True")
+    off nothing refuses it (torch_npu 2.10 and 2.13.0), except torch_npu >= 2.14's own
+    refusal when its expandable host allocator is in use: only with a driver that supports it
+    (on the simulator: ``SIMCANN_CANN_VERSION``, the ``cann-8.5`` case, where the segments are
+    real mapped virtual memory, test/simcann/src/vmm.cpp; older drivers make it fall back)."""
+    extra = {"SIMCANN_CANN_VERSION": cann} if cann else {}
+    env = env_for(plugin, PYTORCH_NPU_ALLOC_CONF="pin_memory_expandable_segments:True", **extra)
     o = scenario("expandable_capture", env=env).result
     assert o["eager"] == [3.0]
+    error = o.get("error", "")
     if plugin:
-        assert "pin_memory_expandable_segments" in o.get("error", ""), o
-    else:
-        assert "pin_memory_expandable_segments" not in o.get("error", "")
+        assert "pin_memory_expandable_segments" in error, o
+    elif "pin_memory_expandable_segments" in error:
+        assert "ACLGraph capture is not supported when pin_memory_expandable_segments" in error, o
+        assert pair() >= (2, 14) and not (simulator_api() and not cann), o

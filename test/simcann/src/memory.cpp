@@ -43,12 +43,24 @@ Registry& registry() {
   return *r;
 }
 
+// The allocation holding [p, p + n). A range may run on through adjacent mappings of one
+// virtual-memory reservation (torch_npu's expandable blocks span segments); it then resolves to
+// the first of them.
 bool find_locked(Registry& reg, uintptr_t p, size_t n, Allocation* out) {
   auto it = reg.live.upper_bound(p);
   if (it == reg.live.begin()) return false;
   --it;
   const Allocation& a = it->second;
-  if (p < a.base || p + (n == 0 ? 1 : n) > a.base + a.size) return false;
+  const uintptr_t want = p + (n == 0 ? 1 : n);
+  if (p < a.base) return false;
+  uintptr_t end = a.base + a.size;
+  for (auto next = std::next(it); want > end && a.reservation != 0 && next != reg.live.end() &&
+                                  next->second.base == end &&
+                                  next->second.reservation == a.reservation;
+       ++next) {
+    end = next->second.base + next->second.size;
+  }
+  if (want > end) return false;
   if (out) *out = a;
   return true;
 }
@@ -238,6 +250,41 @@ aclError runtime_device_malloc(void** devPtr, size_t size, const char* api) {
 void runtime_device_free(void* devPtr) { remove(devPtr, MemKind::kDevice, true); }
 
 // Read under the registry's lock, like every other access to it (see add()).
+// ---- virtual memory (vmm.cpp keeps reservations and physical handles; the registry holds the
+// mapped ranges and counts the physical bytes) ----
+
+bool vmm_account(bool device, int64_t delta) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  if (device && delta > 0 &&
+      static_cast<uint64_t>(reg.device_bytes + delta) > device_total_bytes()) {
+    return false;
+  }
+  (device ? reg.device_bytes : reg.host_bytes) += delta;
+  return true;
+}
+
+void vmm_register_mapping(uintptr_t base, size_t size, bool device, int dev, uint64_t reservation) {
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  Allocation a;
+  a.base = base;
+  a.size = size;
+  a.kind = device ? MemKind::kDevice : MemKind::kPinned;
+  a.id = reg.next_id++;
+  a.device = dev;
+  a.reservation = reservation;
+  reg.live[a.base] = a;
+}
+
+void vmm_unregister_mapping(uintptr_t base) {
+  Registry& reg = registry();
+  // Exclusive gate: no task is between its range check and its end (Note [Range checks]).
+  std::unique_lock<std::shared_mutex> gate(free_gate());
+  std::lock_guard<std::mutex> lock(reg.mu);
+  reg.live.erase(base);
+}
+
 int64_t host_bytes_live() {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);

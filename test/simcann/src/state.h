@@ -88,6 +88,9 @@ struct Allocation {
   // kPinned only: also registered (aclrtHostRegister* over aclrtMallocHost memory, as torch_npu
   // does with pinned_mem_register). See aclrtHostRegister in memory.cpp.
   bool registered = false;
+  // A virtual-memory mapping (vmm.cpp): the reservation it lies in, else 0. Adjacent mappings of
+  // one reservation read as one contiguous range (find_allocation), as the address space does.
+  uint64_t reservation = 0;
 };
 
 // A MemRange resolved against the registry when the task was enqueued (or captured).

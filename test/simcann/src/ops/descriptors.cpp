@@ -215,7 +215,8 @@ int aclGetViewShape(const aclTensor* tensor, int64_t** view_dims, uint64_t* view
   if (tensor == nullptr || view_dims == nullptr || view_dims_num == nullptr) {
     return simcann::ops::kErrNullptr;
   }
-  const auto& sizes = simcann::ops::view_of(tensor).sizes;
+  const simcann::ops::TensorView& v = simcann::ops::view_of(tensor);
+  const auto& sizes = v.produced_sizes ? *v.produced_sizes : v.sizes;
   *view_dims = new int64_t[sizes.empty() ? 1 : sizes.size()];
   for (size_t k = 0; k < sizes.size(); ++k) (*view_dims)[k] = sizes[k];
   *view_dims_num = sizes.size();

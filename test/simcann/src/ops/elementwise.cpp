@@ -614,5 +614,24 @@ std::shared_ptr<Kernel> make_logical_not_kernel(const TensorView& out, const Ten
   return std::make_shared<LogicalNotKernel>(out, self);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Element access for the kernels of other files (same conversions as the kernels above).
+
+double load_double(aclDataType dtype, const void* p) {
+  return load<double>(dtype, static_cast<const char*>(p));
+}
+
+int64_t load_int64(aclDataType dtype, const void* p) {
+  return load<int64_t>(dtype, static_cast<const char*>(p));
+}
+
+void store_double(aclDataType dtype, void* p, double v) {
+  store<double>(dtype, static_cast<char*>(p), v);
+}
+
+void store_int64(aclDataType dtype, void* p, int64_t v) {
+  store<int64_t>(dtype, static_cast<char*>(p), v);
+}
+
 }  // namespace ops
 }  // namespace simcann

@@ -10,7 +10,7 @@
 //                                    float32 is computed in float here)
 //   relu / relu_                  -> aclnnRelu / aclnnInplaceRelu
 //   relu backward                 -> aclnnThresholdBackward(gradOutput, self, threshold, gradInput)
-//   sum(dim) (bias gradient)      -> aclnnReduceSum(self, dim, keepDim, dtype, out)
+//   sum(dim) (bias gradient)      -> aclnnReduceSum(self, dim, keepDim, dtype, out) (reduce.cpp)
 //   SGD step (_foreach_add_)      -> aclnnForeachAddListV2(x1, x2, alpha, out)
 //   torch._foreach_copy_(dst, src)-> aclnnForeachCopy(src, dst)
 //   mse_loss / backward           -> aclnnMseLoss(self, target, reduction, out) /
@@ -29,7 +29,7 @@
 #include <cstring>
 #include <functional>
 
-#include "ops_internal.h"
+#include "kernel_util.h"
 
 namespace simcann {
 namespace ops {
@@ -158,21 +158,51 @@ uint64_t splitmix64(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-aclnnStatus normal(const char* op, const aclTensor* self, float mean, float std, int64_t seed,
-                   int64_t offset, uint64_t* ws, aclOpExecutor** ex) {
-  SIMCANN_CHECK(check_f32(op, "selfRef", self));
-  if (!(std >= 0.0f)) return bad_shape(op, "std must be >= 0");
-  Compute fn = [mean, std, seed, offset](const std::vector<Values>&, std::vector<Values>* out) {
-    uint64_t state = static_cast<uint64_t>(seed) * 0x100000001b3ULL ^ static_cast<uint64_t>(offset);
-    for (float& v : (*out)[0]) {
-      // Box-Muller on two uniforms in (0, 1].
+// Fills its output with normal numbers: float32 draws rounded to the output type (float32,
+// float16, bfloat16: torch.randn(dtype=...) on npu; op-plugin NormalKernelNpuOpApi.cpp passes the
+// tensor itself). Box-Muller on two uniforms in (0, 1] per element.
+class NormalKernel : public Kernel {
+ public:
+  NormalKernel(const TensorView& out, float mean, float std, int64_t seed, int64_t offset)
+      : out_(out), mean_(mean), std_(std), seed_(seed), offset_(offset) {}
+
+  aclError run() const override {
+    uint64_t state =
+        static_cast<uint64_t>(seed_) * 0x100000001b3ULL ^ static_cast<uint64_t>(offset_);
+    for (char* p : element_addresses(out_)) {
       const double u1 = (static_cast<double>(splitmix64(&state) >> 11) + 1.0) / 9007199254740992.0;
       const double u2 = static_cast<double>(splitmix64(&state) >> 11) / 9007199254740992.0;
       const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-      v = static_cast<float>(mean + std * z);
+      store_double(out_.dtype, p, static_cast<float>(mean_ + std_ * z));
     }
-  };
-  return submit(op, {}, {view_of(self)}, fn, ws, ex);
+    return ACL_SUCCESS;
+  }
+
+  std::vector<MemRange> ranges() const override {
+    std::vector<MemRange> r;
+    add_view_range(&r, out_, true);
+    return r;
+  }
+
+ private:
+  TensorView out_;
+  float mean_;
+  float std_;
+  int64_t seed_;
+  int64_t offset_;
+};
+
+aclnnStatus normal(const char* op, const aclTensor* self, float mean, float std, int64_t seed,
+                   int64_t offset, uint64_t* ws, aclOpExecutor** ex) {
+  SIMCANN_CHECK(check_tensor(op, "selfRef", self));
+  const aclDataType dt = view_of(self).dtype;
+  if (dt != ACL_FLOAT && dt != ACL_FLOAT16 && dt != ACL_BF16) {
+    set_error("simcann: %s: selfRef has dtype %s; the simulator models float32, float16 and "
+              "bfloat16", op, dtype_name(dt));
+    return kErrInvalid;
+  }
+  if (!(std >= 0.0f)) return bad_shape(op, "std must be >= 0");
+  return finish(op, std::make_shared<NormalKernel>(view_of(self), mean, std, seed, offset), ws, ex);
 }
 
 // ---- matmul ----------------------------------------------------------------------------------
@@ -258,54 +288,7 @@ aclnnStatus threshold_backward(const char* op, const aclTensor* grad, const aclT
   return submit(op, {view_of(grad), view_of(self)}, {vo}, fn, ws, ex);
 }
 
-// ---- reduce sum ------------------------------------------------------------------------------
-
-aclnnStatus reduce_sum(const char* op, const aclTensor* self, const std::vector<int64_t>& dims_in,
-                       bool keep_dim, aclDataType dtype, const aclTensor* out, uint64_t* ws,
-                       aclOpExecutor** ex) {
-  SIMCANN_CHECK(check_f32(op, "self", self));
-  SIMCANN_CHECK(check_f32(op, "out", out));
-  if (dtype != ACL_FLOAT) return bad_shape(op, "dtype must be float32 (simulator)");
-  const TensorView vs = view_of(self);
-  const int64_t nd = static_cast<int64_t>(vs.sizes.size());
-  std::vector<bool> reduced(static_cast<size_t>(nd), dims_in.empty());
-  for (int64_t d : dims_in) {
-    if (d < -nd || d >= nd) return bad_shape(op, "dim out of range");
-    reduced[static_cast<size_t>(d < 0 ? d + nd : d)] = true;
-  }
-  std::vector<int64_t> kept;
-  for (int64_t d = 0; d < nd; ++d) {
-    if (!reduced[d]) kept.push_back(vs.sizes[d]);
-    if (reduced[d] && keep_dim) kept.push_back(1);
-  }
-  const TensorView& vo = view_of(out);
-  if (vo.numel() != [&] {
-        int64_t p = 1;
-        for (int64_t s : kept) p *= s;
-        return p;
-      }()) {
-    return bad_shape(op, "out has the wrong number of elements");
-  }
-  std::vector<int64_t> sizes = vs.sizes;
-  Compute fn = [sizes, reduced](const std::vector<Values>& in, std::vector<Values>* o) {
-    std::vector<double> acc((*o)[0].size(), 0.0);
-    const size_t nd = sizes.size();
-    std::vector<int64_t> idx(nd, 0);
-    for (size_t i = 0; i < in[0].size(); ++i) {
-      int64_t oi = 0;
-      for (size_t k = 0; k < nd; ++k) {
-        if (!reduced[k]) oi = oi * sizes[k] + idx[k];
-      }
-      acc[static_cast<size_t>(oi)] += in[0][i];
-      for (size_t k = nd; k-- > 0;) {
-        if (++idx[k] < sizes[k]) break;
-        idx[k] = 0;
-      }
-    }
-    for (size_t i = 0; i < acc.size(); ++i) (*o)[0][i] = static_cast<float>(acc[i]);
-  };
-  return submit(op, {vs}, {vo}, fn, ws, ex);
-}
+// (reduce sum: reduce.cpp, every element type.)
 
 // ---- mse loss --------------------------------------------------------------------------------
 
@@ -400,28 +383,7 @@ aclnnStatus foreach_add_list(const char* op, const aclTensorList* x1, const aclT
 
 // ---- foreach copy ----------------------------------------------------------------------------
 
-// Several kernels run as one task (a foreach op is one launch on the device).
-class KernelList : public Kernel {
- public:
-  explicit KernelList(std::vector<std::shared_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
-  aclError run() const override {
-    for (const auto& k : parts_) {
-      const aclError e = k->run();
-      if (e != ACL_SUCCESS) return e;
-    }
-    return ACL_SUCCESS;
-  }
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    for (const auto& k : parts_) {
-      for (const MemRange& m : k->ranges()) r.push_back(m);
-    }
-    return r;
-  }
-
- private:
-  std::vector<std::shared_ptr<Kernel>> parts_;
-};
+// (KernelList, kernel_util.h: a foreach op is one launch on the device.)
 
 // dst[i] = src[i] (any element types make_copy_kernel converts; shapes must match).
 aclnnStatus foreach_copy(const char* op, const aclTensorList* src, const aclTensorList* dst,
@@ -521,15 +483,6 @@ aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor* gradOutput,
                                 ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnThresholdBackward)
-
-// CANN aclnn_reduce_sum.h: (self, const aclIntArray* dim, bool keepDim, aclDataType dtype, out).
-aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor* self, const aclIntArray* dim,
-                                           bool keepDim, aclDataType dtype, aclTensor* out,
-                                           uint64_t* ws, aclOpExecutor** ex) {
-  return so::reduce_sum("aclnnReduceSum", self, so::int_array_of(dim), keepDim, dtype, out, ws,
-                        ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnReduceSum)
 
 // CANN aclnn_mse_loss.h: (self, target, int64_t reduction, out, ...).
 aclnnStatus aclnnMseLossGetWorkspaceSize(const aclTensor* self, const aclTensor* target,

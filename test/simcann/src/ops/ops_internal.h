@@ -47,6 +47,10 @@ struct TensorView {
   int64_t offset = 0;
   std::vector<int64_t> storage_dims;
   void* data = nullptr;
+  // Ops whose output shape is known only when the kernel has run (aclnnMaskedSelect): the kernel
+  // writes it here and aclGetViewShape of the descriptor reports it (op-plugin reads it after
+  // EXEC_NPU_CMD_SYNC). Shared, so the kernel never points into a destroyed descriptor.
+  std::shared_ptr<std::vector<int64_t>> produced_sizes;
 
   int64_t numel() const;
   bool is_contiguous() const;
@@ -94,6 +98,14 @@ struct BinaryArgs {
 std::shared_ptr<Kernel> make_binary_kernel(const TensorView& out, const BinaryArgs& args);
 // out = !self elementwise (zero is false, anything else true; NaN is true), in out's type.
 std::shared_ptr<Kernel> make_logical_not_kernel(const TensorView& out, const TensorView& self);
+
+// One element at `p` of type `dtype`, converted like the elementwise kernels do (elementwise.cpp):
+// floating stores round to the element type (double -> float -> float16/bfloat16), integer stores
+// wrap, bool stores 1 for any non-zero value; unsupported dtypes load 0 and store nothing.
+double load_double(aclDataType dtype, const void* p);
+int64_t load_int64(aclDataType dtype, const void* p);
+void store_double(aclDataType dtype, void* p, double v);
+void store_int64(aclDataType dtype, void* p, int64_t v);
 
 // Argument validation. Each returns kOk, or sets the error message (naming `op`) and returns an
 // aclnn error code.

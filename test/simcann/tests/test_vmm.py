@@ -1,0 +1,182 @@
+"""Virtual memory (src/vmm.cpp): aclrtReserveMemAddress / aclrtMallocPhysical / aclrtMapMem /
+aclrtUnmapMem / aclrtFreePhysical / aclrtReleaseMemAddress with CANN's rules (hicann/runtime
+docs/zh/api_ref/11-04_virtual_memory_management.md, src/acl/aclrt_impl/memory.cpp), the bytes
+belonging to the physical handle, mapped memory read as pinned host memory by async copies and
+their range checks, and torch_npu's expandable pinned segments
+(PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True) running on them."""
+
+from __future__ import annotations
+
+import pytest
+from simcann_snippets import ACL
+
+pytestmark = pytest.mark.simulator
+
+VMM = r"""
+class Loc(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
+class Prop(ctypes.Structure):  # aclrtPhysicalMemProp
+    _fields_ = [("handleType", c_int), ("allocationType", c_int), ("memAttr", c_int),
+                ("location", Loc), ("reserve", ctypes.c_uint64)]
+aclrtReserveMemAddress = _fn("aclrtReserveMemAddress",
+                             args=[ctypes.POINTER(vp), c_size, c_size, vp, ctypes.c_uint64])
+aclrtReleaseMemAddress = _fn("aclrtReleaseMemAddress", args=[vp])
+aclrtMallocPhysical = _fn("aclrtMallocPhysical",
+                          args=[ctypes.POINTER(vp), c_size, ctypes.POINTER(Prop), ctypes.c_uint64])
+aclrtFreePhysical = _fn("aclrtFreePhysical", args=[vp])
+aclrtMapMem = _fn("aclrtMapMem", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
+aclrtUnmapMem = _fn("aclrtUnmapMem", args=[vp])
+HOST, DEVICE = 0, 1
+HBM_MEM_HUGE = 4
+SEG = 2 << 20
+
+def reserve(n):
+    p = vp()
+    assert aclrtReserveMemAddress(byref(p), n, 0, None, 1) == 0
+    return p.value
+
+def physical(n, where=HOST, attr=HBM_MEM_HUGE):
+    h = vp()
+    rc = aclrtMallocPhysical(byref(h), n, byref(Prop(0, 0, attr, Loc(0, where), 0)), 0)
+    return rc, h
+"""
+
+
+def test_vmm_rules_and_codes(run_isolated):
+    o = run_isolated(
+        ACL
+        + VMM
+        + r"""
+r = {}
+va = reserve(4 * SEG)
+rc, h = physical(SEG)
+r["malloc"] = rc
+r["reserve_bad_alignment"] = aclrtReserveMemAddress(byref(vp()), SEG, 4096, None, 0)
+r["reserve_size0"] = aclrtReserveMemAddress(byref(vp()), 0, 0, None, 0)
+r["physical_flags"] = aclrtMallocPhysical(byref(vp()), SEG, byref(Prop(0, 0, 4, Loc(0, 0), 0)), 1)
+r["physical_ddr_on_device"] = physical(SEG, DEVICE, 2)[0]
+r["physical_too_much_device"] = physical(65 << 30, DEVICE)[0]
+r["map_size_mismatch"] = aclrtMapMem(vp(va), 2 * SEG, 0, h, 0)
+r["map_offset"] = aclrtMapMem(vp(va), SEG, SEG, h, 0)
+r["map_outside"] = aclrtMapMem(vp(va + 4 * SEG), SEG, 0, h, 0)
+r["map"] = aclrtMapMem(vp(va + SEG), SEG, 0, h, 0)
+rc2, h2 = physical(SEG)
+r["map_overlap"] = aclrtMapMem(vp(va + SEG + 4096), SEG, 0, h2, 0)
+r["release_while_mapped"] = aclrtReleaseMemAddress(vp(va))
+r["unmap_not_start"] = aclrtUnmapMem(vp(va + SEG + 4096))
+r["unmap"] = aclrtUnmapMem(vp(va + SEG))
+r["unmap_again"] = aclrtUnmapMem(vp(va + SEG))
+r["free"] = aclrtFreePhysical(h)
+r["free_again"] = aclrtFreePhysical(h)
+r["map_freed"] = aclrtMapMem(vp(va), SEG, 0, h, 0)
+r["free2"] = aclrtFreePhysical(h2)
+r["release"] = aclrtReleaseMemAddress(vp(va))
+r["release_again"] = aclrtReleaseMemAddress(vp(va))
+result = r
+"""
+    ).result
+    assert o == {
+        "malloc": 0,
+        "reserve_bad_alignment": 100000,
+        "reserve_size0": 100000,
+        "physical_flags": 100000,
+        "physical_ddr_on_device": 100000,
+        "physical_too_much_device": 207001,
+        "map_size_mismatch": 107000,
+        "map_offset": 107000,
+        "map_outside": 107000,
+        "map": 0,
+        "map_overlap": 107000,
+        "release_while_mapped": 107000,
+        "unmap_not_start": 107000,
+        "unmap": 0,
+        "unmap_again": 107000,
+        "free": 0,
+        "free_again": 107000,
+        "map_freed": 107000,
+        "free2": 0,
+        "release": 0,
+        "release_again": 107000,
+    }
+
+
+def test_mapped_memory_is_the_handles_and_pinned(run_isolated):
+    """Bytes written through one mapping are read through another mapping of the handle; a
+    mapping is pinned host memory to async copies; physical bytes count until freed AND
+    unmapped; a queued copy over a mapping unmapped before it runs is a violation, not run."""
+    o = run_isolated(
+        ACL
+        + VMM
+        + r"""
+r = {}
+base_host = simcann_host_bytes_live()
+va = reserve(4 * SEG)
+rc, h = physical(SEG)
+assert aclrtMapMem(vp(va), SEG, 0, h, 0) == 0
+put(va + 100, b"expandable")
+assert aclrtUnmapMem(vp(va)) == 0
+assert aclrtMapMem(vp(va + 2 * SEG), SEG, 0, h, 0) == 0
+r["bytes_follow_handle"] = get(va + 2 * SEG + 100, 10)
+r["counted"] = simcann_host_bytes_live() - base_host
+s = new_stream()
+d = malloc_dev(64)
+r["async_h2d"] = aclrtMemcpyAsync(d, 64, vp(va + 2 * SEG + 100), 10, H2D, s)
+assert aclrtSynchronizeStream(s) == 0
+r["on_device"] = read_dev(d, 10)
+r["free_while_mapped"] = aclrtFreePhysical(h)
+r["still_counted"] = simcann_host_bytes_live() - base_host
+simcann_set_task_delay_us(200000)
+v0 = simcann_violation_count()
+r["queued"] = aclrtMemcpyAsync(d, 64, vp(va + 2 * SEG), 10, H2D, s)
+r["unmap"] = aclrtUnmapMem(vp(va + 2 * SEG))
+aclrtSynchronizeStream(s)
+simcann_set_task_delay_us(0)
+r["violations"] = simcann_violation_count() - v0
+r["released"] = simcann_host_bytes_live() - base_host
+r["release"] = aclrtReleaseMemAddress(vp(va))
+result = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in r.items()}
+"""
+    ).result
+    assert o == {
+        "bytes_follow_handle": "expandable",
+        "counted": 2 << 20,
+        "async_h2d": 0,
+        "on_device": "expandable",
+        "free_while_mapped": 0,
+        "still_counted": 2 << 20,
+        "queued": 0,
+        "unmap": 0,
+        "violations": 1,
+        "released": 0,
+        "release": 0,
+    }
+
+
+def test_torch_npu_expandable_pinned_segments(run_isolated):
+    """torch_npu 2.14 switches its pinned allocator to expandable segments when the driver is
+    new enough (SIMCANN_CANN_VERSION set): pinned tensors then live in mapped 20 MiB segments,
+    copies round-trip, and a tensor spanning two segments copies whole."""
+    r = run_isolated(
+        r"""
+        import os, torch, torch_npu
+        x = torch.arange(1000, dtype=torch.float32).pin_memory()
+        d = x.to("npu", non_blocking=True)
+        big = torch.arange(30 << 18, dtype=torch.float32).pin_memory()  # 30 MiB > one segment
+        db = big.to("npu", non_blocking=True)
+        back = torch.empty_like(big).pin_memory()
+        back.copy_(db, non_blocking=True)
+        torch.npu.synchronize()
+        result = {"pinned": x.is_pinned() and big.is_pinned(),
+                  "small": torch.equal(d.cpu(), torch.arange(1000, dtype=torch.float32)),
+                  "big": torch.equal(back, torch.arange(30 << 18, dtype=torch.float32))}
+        """,
+        env={
+            "SIMCANN_CANN_VERSION": "8.5.0",
+            "PYTORCH_NPU_ALLOC_CONF": "pin_memory_expandable_segments:True",
+            "SIMCANN_TRACE": "1",
+        },
+    )
+    if "aclrtMapMem" not in r.stderr:
+        pytest.skip("this torch_npu does not use expandable pinned segments")
+    assert r.result == {"pinned": True, "small": True, "big": True}
+    assert "aclrtReserveMemAddress" in r.stderr and "VIOLATION" not in r.stderr

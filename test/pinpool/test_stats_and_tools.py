@@ -64,7 +64,11 @@ def test_doctor(tmp_path):
 
 @ON_OFF
 @pytest.mark.parametrize(
-    "cann", [pytest.param("", id="old-driver"), pytest.param("8.5.0", id="cann-8.5")]
+    "cann",
+    [
+        pytest.param("", id="old-driver"),
+        pytest.param("8.5.0", id="cann-8.5", marks=pytest.mark.simulator),
+    ],
 )
 def test_expandable_segments_refused_at_capture(scenario, plugin, cann):
     """``pin_memory_expandable_segments:True``: eager pinned copies work; a capture is

@@ -180,14 +180,6 @@ aclnnStatus binary(const char* op, BinaryOp kind, const aclTensor* self, const a
 using simcann::ops::BinaryCall;
 using simcann::ops::BinaryOp;
 
-#define SIMCANN_ACLNN_LAUNCH(name)                                                    \
-  aclnnStatus name(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, \
-                   aclrtStream stream) {                                              \
-    (void)workspace;                                                                  \
-    (void)workspace_size;                                                             \
-    return simcann::ops::launch(#name, executor, stream);                             \
-  }
-
 // The binary ops come in families of four entry points, one prototype shape each (CANN
 // aclnn_add.h, aclnn_sub.h, aclnn_mul.h, aclnn_div.h): aclnnX(self, other, [alpha,] out),
 // aclnnXs (`other` a scalar), aclnnInplaceX(selfRef, other, [alpha]) writing selfRef, and

@@ -544,14 +544,6 @@ aclnnStatus masked_select(const char* op, const aclTensor* self, const aclTensor
 
 namespace so = simcann::ops;
 
-#define SIMCANN_ACLNN_LAUNCH(name)                                                    \
-  aclnnStatus name(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, \
-                   aclrtStream stream) {                                              \
-    (void)workspace;                                                                  \
-    (void)workspace_size;                                                             \
-    return simcann::ops::launch(#name, executor, stream);                             \
-  }
-
 // aclnnXxTensor(self, other, out), aclnnInplaceXxTensor(selfRef, other), aclnnXxScalar(self,
 // other, out), aclnnInplaceXxScalar(selfRef, other) (docs/aclnnEqTensor&aclnnInplaceEqTensor.md,
 // aclnnNeTensor&aclnnInplaceNeTensor.md, the Scalar ones likewise). The in-place forms write

@@ -406,14 +406,6 @@ aclnnStatus foreach_copy(const char* op, const aclTensorList* src, const aclTens
 }  // namespace ops
 }  // namespace simcann
 
-#define SIMCANN_ACLNN_LAUNCH(name)                                                    \
-  aclnnStatus name(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, \
-                   aclrtStream stream) {                                              \
-    (void)workspace;                                                                  \
-    (void)workspace_size;                                                             \
-    return simcann::ops::launch(#name, executor, stream);                             \
-  }
-
 namespace so = simcann::ops;
 
 extern "C" {

@@ -127,5 +127,15 @@ aclOpExecutor* make_executor(const char* op, std::shared_ptr<Kernel> kernel);
 // executor (CANN: an executor is single-use unless aclSetAclOpExecutorRepeatable was called).
 aclnnStatus launch(const char* op, aclOpExecutor* executor, aclrtStream stream);
 
+// The second phase of an aclnn op, name(workspace, size, executor, stream): runs the executor
+// that name##GetWorkspaceSize made (launch). One definition for every ops file.
+#define SIMCANN_ACLNN_LAUNCH(name)                                                    \
+  aclnnStatus name(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, \
+                   aclrtStream stream) {                                              \
+    (void)workspace;                                                                  \
+    (void)workspace_size;                                                             \
+    return simcann::ops::launch(#name, executor, stream);                             \
+  }
+
 }  // namespace ops
 }  // namespace simcann

@@ -276,14 +276,6 @@ aclnnStatus cat(const char* op, const aclTensorList* tensors, int64_t dim, const
 
 namespace so = simcann::ops;
 
-#define SIMCANN_ACLNN_LAUNCH(name)                                                    \
-  aclnnStatus name(void* workspace, uint64_t workspace_size, aclOpExecutor* executor, \
-                   aclrtStream stream) {                                              \
-    (void)workspace;                                                                  \
-    (void)workspace_size;                                                             \
-    return simcann::ops::launch(#name, executor, stream);                             \
-  }
-
 extern "C" {
 
 // docs/aclnnMax.md: (self, out, ...): the largest of all elements (aclnn_max.cpp reduces every

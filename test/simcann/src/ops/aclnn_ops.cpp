@@ -43,12 +43,6 @@ aclnnStatus finish(const char* op, std::shared_ptr<Kernel> kernel, uint64_t* wor
   return kOk;
 }
 
-#define SIMCANN_CHECK(expr)                           \
-  do {                                                \
-    const aclnnStatus simcann_status = (expr);        \
-    if (simcann_status != kOk) return simcann_status; \
-  } while (false)
-
 aclnnStatus fill(const char* op, aclTensor* self, const ScalarValue& value, uint64_t* ws,
                  aclOpExecutor** ex) {
   SIMCANN_CHECK(check_tensor(op, "selfRef", self));

@@ -19,12 +19,6 @@ namespace simcann {
 namespace ops {
 namespace {
 
-#define SIMCANN_CHECK(expr)                           \
-  do {                                                \
-    const aclnnStatus simcann_status = (expr);        \
-    if (simcann_status != kOk) return simcann_status; \
-  } while (false)
-
 // The shape `a` and `b` broadcast to, or false (NumPy rules).
 bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                      std::vector<int64_t>* out) {

@@ -137,12 +137,6 @@ aclnnStatus bad_shape(const char* op, const char* why) {
   return kErrInvalid;
 }
 
-#define SIMCANN_CHECK(expr)                           \
-  do {                                                \
-    const aclnnStatus simcann_status = (expr);        \
-    if (simcann_status != kOk) return simcann_status; \
-  } while (false)
-
 aclnnStatus submit(const char* op, std::vector<TensorView> ins, std::vector<TensorView> outs,
                    Compute fn, uint64_t* ws, aclOpExecutor** ex) {
   return finish(op, std::make_shared<FloatKernel>(std::move(ins), std::move(outs), std::move(fn)),

@@ -34,6 +34,12 @@ namespace ops {
 
 // aclnn return codes (CANN "aclnn return codes": ACLNN_ERR_PARAM_NULLPTR, ACLNN_ERR_PARAM_INVALID).
 constexpr aclnnStatus kOk = 0;
+// Returns the status of `expr` from the calling function unless it is kOk.
+#define SIMCANN_CHECK(expr)                           \
+  do {                                                \
+    const aclnnStatus simcann_status = (expr);        \
+    if (simcann_status != kOk) return simcann_status; \
+  } while (false)
 constexpr aclnnStatus kErrNullptr = 161001;
 constexpr aclnnStatus kErrInvalid = 161002;
 

@@ -18,12 +18,6 @@ namespace simcann {
 namespace ops {
 namespace {
 
-#define SIMCANN_CHECK(expr)                           \
-  do {                                                \
-    const aclnnStatus simcann_status = (expr);        \
-    if (simcann_status != kOk) return simcann_status; \
-  } while (false)
-
 enum class Reduce { kMax, kMin, kAll, kAny, kSum };
 
 // Which dims of a rank-`nd` tensor `dims` reduces (empty: all, docs/aclnnAll.md

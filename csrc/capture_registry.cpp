@@ -216,8 +216,12 @@ bool PinPoolHostAllocatorImpl::runtime_still_captures(CapturedGraph* graph) {
 namespace {
 // Refused before anything is registered: torch_npu's copy kernels do not report every use of
 // an expandable pinned block to the host allocator (PYTORCH_NPU_ALLOC_CONF as torch_npu reads
-// it: spaces ignored, any case).
+// it: spaces ignored, any case). torch_npu >= 2.14 refuses such a capture itself, exactly when
+// the setting is in effect (version_shim.h).
 void refuse_expandable_segments() {
+  if (PINPOOL_NPU_REFUSES_EXPANDABLE_CAPTURE) {
+    return;
+  }
   const char* conf = std::getenv("PYTORCH_NPU_ALLOC_CONF");
   if (conf == nullptr) {
     return;
@@ -388,14 +392,20 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
 // queried the same way (event_done). A fence is never recorded on a stream that is capturing:
 // it would be captured, not run; the graph's blocks then wait until that capture is over.
 //
-// One event covers every replay enqueued on its stream before it, so a fence is shared: one
-// process_pending pass records one event per stream for every graph that died since the last
-// fence (process_pending_pass), and while a fence is still in flight a pass that does not wait
-// records none, so graphs dying one after another (a reset loop) share the next one. Then
-// graph_died runs no pass at all (a reset costs the registry update, no event query); the next
-// pass (an allocation inside a capture or one that misses its free list, stats(),
-// host_empty_cache()) finishes the completed fence first, then fences the rest. A graph's
-// blocks may come back a fence later; never earlier.
+// One event covers every replay enqueued on its stream before it, so fences form one queue
+// (fences_, in record order): each entry is an event on one stream and the dead graphs whose
+// replays there it covers. A pass (process_pending_pass)
+//   1. pops the fences that completed, front first, and finishes each graph whose last fence
+//      that was (a graph replayed on two streams is in two fences: fences_left counts them);
+//      it stops at the first fence still in flight when its deadline passes - one deadline per
+//      call, however many graphs a fence covers, and the rest wait for a later call;
+//   2. fences the graphs that died since (unfenced_): one event per stream for all of them,
+//      so graphs dying one after another (a reset loop) share a fence. A pass that does not
+//      wait records none while a fence is in flight: they share the next one. Then graph_died
+//      runs no pass at all (a reset costs the registry update, no event query), and the next
+//      pass (an allocation inside a capture or one that misses its free list, stats(),
+//      host_empty_cache()) does both steps.
+// A graph's blocks may come back a fence later; never earlier.
 //
 // The fast path: the replay hook runs on every replay (every step of a decode loop), and
 // noting a stream already noted costs a thread-local compare, without mutex_ or the registry:
@@ -435,7 +445,7 @@ bool PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
     return false;
   }
   kill_graph_locked(graph, released);
-  return fenced_.empty();  // no fence in flight: fence its replays now (process_pending)
+  return fences_.empty();  // no fence in flight: fence its replays now (process_pending)
 }
 
 // torch_npu >= 2.11 calls it from every NPUGraph::reset: with announced graphs only (the

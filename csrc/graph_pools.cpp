@@ -11,86 +11,12 @@
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace torch_npu_pinpool {
 namespace {
 size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
-// Appends to `done` the fenced graphs whose fences completed, in fence order, and marks them
-// fence_done; stops at the first fence that did not complete by `deadline` (one deadline for
-// the whole call, however many graphs share that fence: Note [Replay fences]).
-void completed(const std::vector<CapturedGraph*>& fenced, Deadline deadline,
-               std::vector<CapturedGraph*>& done) {
-  for (CapturedGraph* graph : fenced) {
-    for (auto& fence : graph->fence) {
-      if (!wait_events(fence->events, deadline)) {
-        return;
-      }
-    }
-    graph->fence_done = true;
-    done.push_back(graph);
-  }
-}
-
-// Records the fences of `to_fence` (dead graphs: their replay_streams no longer change): one
-// event per stream, shared by every graph replayed there. Appends the graphs fenced to `fenced`
-// and those replayed on a stream that is capturing now to still_unfenced (Note [Replay fences]).
-// Each stream's capture status is read once per pass: thousands of graphs share one stream.
-void record_fences(const std::vector<CapturedGraph*>& to_fence, std::vector<CapturedGraph*>& fenced,
-                   std::vector<CapturedGraph*>& still_unfenced) {
-  struct StreamFence {
-    bool known{false};
-    bool capturing{false};
-    std::shared_ptr<ReplayFence> fence;  // made for the first graph fenced on the stream
-  };
-  ska::flat_hash_map<Stream, StreamFence> by_stream;
-  auto of = [&by_stream](const Stream& stream) -> StreamFence& {
-    StreamFence& entry = by_stream[stream];
-    if (!entry.known) {
-      entry.known = true;
-      entry.capturing = in_capture(stream);
-    }
-    return entry;
-  };
-  const bool up = runtime_up();
-  // The fence of `stream`, recorded once per pass; null when the runtime refused the record.
-  auto fence_of = [&](const Stream& stream) -> std::shared_ptr<ReplayFence> {
-    StreamFence& entry = of(stream);
-    if (entry.fence == nullptr) {
-      Event event = up ? try_record_on(stream) : nullptr;  // exiting: nothing is in flight
-      if (up && event == nullptr) {
-        return nullptr;
-      }
-      entry.fence = std::make_shared<ReplayFence>();
-      if (event != nullptr) {
-        entry.fence->events.push_back(std::move(event));
-      }
-    }
-    return entry.fence;
-  };
-  for (CapturedGraph* graph : to_fence) {
-    const auto& streams = graph->replay_streams;
-    if (std::any_of(streams.begin(), streams.end(),
-                    [&of](const Stream& s) { return of(s).capturing; })) {
-      still_unfenced.push_back(graph);  // try again once that capture is over
-      continue;
-    }
-    graph->fence.clear();
-    for (const Stream& stream : streams) {
-      if (auto fence = fence_of(stream)) {
-        graph->fence.push_back(std::move(fence));
-      } else {
-        break;
-      }
-    }
-    if (graph->fence.size() == streams.size()) {
-      fenced.push_back(graph);
-    } else {
-      graph->fence.clear();
-      still_unfenced.push_back(graph);  // a record failed: try again on a later pass
-    }
-  }
-}
 }  // namespace
 
 // Note [Graph ownership of blocks]
@@ -190,12 +116,16 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
       block->allocated_ = true;
       pool.blocks_in_use++;
       pool.bytes_in_use += block->size_;
+      own_stats_.handed_out(block->size_);
       return {block->ptr_, block};
     }
   }
   // The capture holds a use of `pool`, so it stays alive while we allocate unlocked.
   auto block = std::make_unique<PinBlock>(rounded, nullptr, &pool);
+  const auto start = std::chrono::steady_clock::now();
   block->ptr_ = allocate_raw(rounded, block.get());
+  add_host_time(stats_.host_alloc_time, start);  // Note [Stats of our own blocks]
+  own_stats_.pinned(rounded);
   block->allocated_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   pool.blocks++;
@@ -234,6 +164,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       block->allocated_ = false;
       block->pool_->blocks_in_use--;
       block->pool_->bytes_in_use -= block->size_;
+      own_stats_.freed(block->size_);
     }
     if (fence.empty()) {
       settle_locked(block, released, base_frees);
@@ -293,7 +224,10 @@ void PinPoolHostAllocatorImpl::give_back_locked(PinBlock* block,
   GraphPool* pool = block->pool_;
   pool->blocks--;
   pool->bytes_held -= block->size_;
+  const auto start = std::chrono::steady_clock::now();
   released.push_back(take_raw(block->ptr_));
+  add_host_time(stats_.host_free_time, start);  // Note [Stats of our own blocks]
+  own_stats_.given_back(block->size_);
   delete block;
 }
 
@@ -339,12 +273,12 @@ void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
 }
 
 void PinPoolHostAllocatorImpl::update_pending_locked() {
-  pending_.store(static_cast<int>(unfenced_.size() + fenced_.size() + pending_blocks_.size()),
+  pending_.store(static_cast<int>(unfenced_.size() + fences_.size() + pending_blocks_.size()),
                  std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------------------
-// Deferred work
+// Deferred work: Note [Replay fences]
 
 // Never silently skipped: a caller that finds another thread inside leaves process_again_
 // set, and that thread runs another pass before it leaves (so a graph that dies while another
@@ -373,94 +307,131 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
   }
 }
 
-// Finishes the fenced graphs whose fence completed by `deadline`. Only the thread in
-// process_pending (process_mutex_) changes fenced_, so it reads it here without mutex_.
-void PinPoolHostAllocatorImpl::finish_fenced(Deadline deadline, PassScratch& pass) {
-  pass.done.clear();
-  completed(fenced_, deadline, pass.done);
-  if (pass.done.empty()) {
-    return;
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  fenced_.erase(std::remove_if(fenced_.begin(), fenced_.end(),
-                               [](CapturedGraph* g) { return g->fence_done; }),
-                fenced_.end());
-  for (CapturedGraph* graph : pass.done) {
-    finish_graph_locked(graph, pass.released, pass.base_frees);
-  }
-}
-
-// Note [Pass scratch]
-// ~~~~~~~~~~~~~~~~~~~
-// A pass may finish thousands of graphs at once (host_empty_cache() after a vLLM-style reset of
-// every graph of a pool); growing fresh lists in each pass (thousands of DataPtrs reallocated,
-// a hash set of the finished graphs) took about a tenth of that pass, in malloc and free. So the
-// pass works in scratch_, which only the thread inside process_pending (process_mutex_)
-// touches: every vector is empty between passes and keeps its capacity. The DataPtrs in
-// `released` die at the end of the pass, with no lock of ours held.
+// One pass, one deadline: blocks freed after eager copies settle once those copies ran; the
+// fences that completed finish the graphs they cover; the graphs that died since are fenced;
+// and new fences that completed at once (an idle stream's) finish theirs too.
 void PinPoolHostAllocatorImpl::process_pending_pass(Deadline deadline) {
-  PassScratch& pass = scratch_;
-  pass.clear();  // empty unless the last pass threw
-
-  // Blocks freed after eager use: their fences are recorded and queried unlocked.
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pass.blocks.swap(pending_blocks_);
-  }
-  for (auto& item : pass.blocks) {
-    if (item.second.done()) {
-      pass.ready.push_back(item.first);
-    } else {
-      pass.not_ready.push_back(std::move(item));
-    }
-  }
-  pass.blocks.clear();
-
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (PinBlock* block : pass.ready) {
-      block->events_pending_ = false;
-      settle_locked(block, pass.released, pass.base_frees);
-    }
-    for (auto& item : pass.not_ready) {
-      pending_blocks_.push_back(std::move(item));
-    }
-  }
-  pass.ready.clear();
-  pass.not_ready.clear();
-  // Dead graphs (Note [Replay fences]): finish those whose fence completed, then fence those
-  // that died since (unless a fence is still in flight and this pass does not wait), then
-  // finish the new fences that are done already (an idle stream's, say).
-  finish_fenced(deadline, pass);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (deadline != no_wait() || fenced_.empty()) {
-      pass.to_fence.swap(unfenced_);
-    }
-  }
-  if (!pass.to_fence.empty()) {
-    // Only this thread (process_mutex_) touches fences and changes fenced_.
-    record_fences(pass.to_fence, pass.fenced, pass.still_unfenced);
-    pass.to_fence.clear();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      unfenced_.insert(unfenced_.end(), pass.still_unfenced.begin(), pass.still_unfenced.end());
-      fenced_.insert(fenced_.end(), pass.fenced.begin(), pass.fenced.end());
-    }
-    pass.still_unfenced.clear();
-    if (!pass.fenced.empty()) {
-      finish_fenced(deadline, pass);
-    }
-  }
+  GivenBack out;  // dies last, with no lock of ours held
+  settle_eager_freed(out);
+  pop_completed_fences(deadline, out);
+  fence_dead_graphs(/*wait=*/deadline != no_wait(), out);
+  pop_completed_fences(deadline, out);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     update_pending_locked();
   }
-  for (PinBlock* block : pass.base_frees) {
+  for (PinBlock* block : out.base_frees) {
     free_default(block);
   }
-  pass.base_frees.clear();
-  pass.released.clear();  // native's free of each, no lock of ours held
+}
+
+// Blocks free_slow freed while eager copies from them may still run: their fences are
+// recorded and queried unlocked (UseFence counts a runtime error as "not done", never throws).
+void PinPoolHostAllocatorImpl::settle_eager_freed(GivenBack& out) {
+  std::vector<std::pair<PinBlock*, UseFence>> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting.swap(pending_blocks_);
+  }
+  std::vector<bool> done;
+  done.reserve(waiting.size());
+  for (auto& item : waiting) {
+    done.push_back(item.second.done());
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (done[i]) {
+      waiting[i].first->events_pending_ = false;
+      settle_locked(waiting[i].first, out.released, out.base_frees);
+    } else {
+      pending_blocks_.push_back(std::move(waiting[i]));
+    }
+  }
+}
+
+// Pops the fences that completed by `deadline`, front first, and finishes each graph whose
+// last fence that was; stops at the first fence still in flight then. Only this thread
+// (process_mutex_) pushes or pops fences_, so its front stays put while waited for unlocked.
+void PinPoolHostAllocatorImpl::pop_completed_fences(Deadline deadline, GivenBack& out) {
+  for (;;) {
+    ReplayFence* front = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (fences_.empty()) {
+        return;
+      }
+      front = &fences_.front();
+    }
+    if (!wait_event(front->event, deadline)) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (CapturedGraph* graph : front->graphs) {
+      if (--graph->fences_left == 0) {
+        finish_graph_locked(graph, out.released, out.base_frees);
+      }
+    }
+    fences_.pop_front();
+  }
+}
+
+// Records the fences of the graphs that died since the last ones were recorded - when this
+// pass waits, or when no fence is in flight (else they share the next one). One event per
+// replay stream, for every graph replayed there; a graph replayed on a stream that is
+// capturing now, or whose event could not be recorded, stays unfenced for a later pass.
+void PinPoolHostAllocatorImpl::fence_dead_graphs(bool wait, GivenBack& out) {
+  std::vector<CapturedGraph*> dead;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!wait && !fences_.empty()) {
+      return;
+    }
+    dead.swap(unfenced_);
+  }
+  if (dead.empty()) {
+    return;
+  }
+  const bool up = runtime_up();  // exiting: nothing is in flight, no fence is needed
+  struct StreamFence {
+    Stream stream;
+    ReplayFence fence;  // no event: the stream is capturing, or the record failed
+  };
+  std::deque<StreamFence> streams;  // a few: the replay streams of each device
+  auto fence_of = [&streams](const Stream& stream) -> StreamFence& {
+    for (StreamFence& entry : streams) {
+      if (entry.stream == stream) {
+        return entry;
+      }
+    }
+    // Never on a capturing stream: Note [Is this stream capturing].
+    streams.push_back({stream, {in_capture(stream) ? nullptr : try_record_on(stream), {}}});
+    return streams.back();
+  };
+  std::vector<CapturedGraph*> unfenced, finished;
+  for (CapturedGraph* graph : dead) {
+    const auto& replayed = graph->replay_streams;
+    if (!up || replayed.empty()) {
+      finished.push_back(graph);
+    } else if (std::all_of(replayed.begin(), replayed.end(),
+                           [&](const Stream& s) { return fence_of(s).fence.event != nullptr; })) {
+      graph->fences_left = replayed.size();
+      for (const Stream& stream : replayed) {
+        fence_of(stream).fence.graphs.push_back(graph);
+      }
+    } else {
+      unfenced.push_back(graph);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  unfenced_.insert(unfenced_.end(), unfenced.begin(), unfenced.end());
+  for (StreamFence& entry : streams) {
+    if (!entry.fence.graphs.empty()) {
+      fences_.push_back(std::move(entry.fence));
+    }
+  }
+  for (CapturedGraph* graph : finished) {
+    finish_graph_locked(graph, out.released, out.base_frees);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -119,9 +119,9 @@ bool native_rounds_large() {
 
 // The bytes a block of `size` really pins: torch_npu's backing store still rounds to a power of
 // two where it cannot be told not to, and host_memory_stats() says what is pinned.
-static int64_t pinned_bytes(size_t size) {
+static size_t pinned_bytes(size_t size) {
   static const bool pow2 = native_rounds_large();
-  return static_cast<int64_t>(pow2 ? c10::llvm::PowerOf2Ceil(size) : size);
+  return pow2 ? c10::llvm::PowerOf2Ceil(size) : size;
 }
 
 PinBlock* LargeBlocks::take(size_t rounded) {
@@ -146,26 +146,20 @@ PinBlock* LargeBlocks::take(size_t rounded) {
   cached_.erase(best);
   idle_bytes_ -= block->size_;
   block->allocated_ = true;
-  active_blocks_ += 1;
-  active_bytes_ += pinned_bytes(block->size_);
+  stats_->handed_out(pinned_bytes(block->size_));
   return block;
 }
 
 void LargeBlocks::add(PinBlock* block) {
   block->allocated_ = true;
-  std::lock_guard<std::mutex> lock(mutex_);
-  blocks_ += 1;
-  bytes_ += pinned_bytes(block->size_);
-  active_blocks_ += 1;
-  active_bytes_ += pinned_bytes(block->size_);
+  stats_->pinned(pinned_bytes(block->size_));
 }
 
 void LargeBlocks::put(PinBlock* block) {
   Cached item{block, take_use_fence(block)};
   std::lock_guard<std::mutex> lock(mutex_);
   block->allocated_ = false;
-  active_blocks_ -= 1;
-  active_bytes_ -= pinned_bytes(block->size_);
+  stats_->freed(pinned_bytes(block->size_));
   idle_bytes_ += block->size_;
   cached_.push_back(std::move(item));  // newest last: eviction takes from the front
 }
@@ -181,16 +175,10 @@ std::vector<PinBlock*> LargeBlocks::take_idle(size_t keep_bytes) {
     PinBlock* block = it->block;
     idle.push_back(block);
     idle_bytes_ -= block->size_;
-    blocks_ -= 1;
-    bytes_ -= pinned_bytes(block->size_);
+    stats_->given_back(pinned_bytes(block->size_));
     it = cached_.erase(it);
   }
   return idle;
-}
-
-LargeBlocks::Stats LargeBlocks::stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return {blocks_, bytes_, active_blocks_, active_bytes_};
 }
 
 }  // namespace torch_npu_pinpool

@@ -55,6 +55,8 @@ bool native_rounds_large();
 
 class LargeBlocks {
  public:
+  explicit LargeBlocks(OwnBlockStats* stats) : stats_(stats) {}
+
   // A cached block that holds `rounded` bytes whose eager uses completed, or null. Marks it
   // allocated.
   PinBlock* take(size_t rounded);
@@ -67,11 +69,6 @@ class LargeBlocks {
   // `keep_bytes` stay idle (0: every such block).
   std::vector<PinBlock*> take_idle(size_t keep_bytes);
 
-  struct Stats {
-    int64_t blocks, bytes, active_blocks, active_bytes;
-  };
-  Stats stats();
-
  private:
   struct Cached {
     PinBlock* block;
@@ -81,7 +78,7 @@ class LargeBlocks {
   std::mutex mutex_;
   std::vector<Cached> cached_;  // oldest first; few: large blocks are rare
   size_t idle_bytes_{0};        // sum of the cached blocks' sizes
-  int64_t blocks_{0}, bytes_{0}, active_blocks_{0}, active_bytes_{0};
+  OwnBlockStats* const stats_;  // the allocator's (Note [Stats of our own blocks])
 };
 
 }  // namespace torch_npu_pinpool

@@ -9,6 +9,7 @@
 #include <torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -43,7 +44,11 @@ Event make_event(c10::DeviceIndex device) {
   return Event(new c10_npu::NPUEvent());
 }
 
+std::atomic<bool> g_forked_child{false};
+
 }  // namespace
+
+void note_forked_child() { g_forked_child.store(true); }
 
 void EventRecycler::operator()(c10_npu::NPUEvent* event) const {
   const auto device = event->device_index();
@@ -60,6 +65,9 @@ void EventRecycler::operator()(c10_npu::NPUEvent* event) const {
 }
 
 CaptureInfo capture_info(const Stream& stream) {
+  if (g_forked_child.load(std::memory_order_relaxed)) {
+    return {};  // Note [Forked children]
+  }
   using GetInfoFn = int (*)(void*, int*, void**);
   // libascendcl is loaded by torch_npu with local scope; look it up by handle.
   static GetInfoFn get_info = []() -> GetInfoFn {
@@ -104,7 +112,10 @@ bool captures_into(const Stream& stream, void* model) {
   return model != nullptr && info.status == CaptureStatus::kActive && info.model == model;
 }
 
-bool runtime_up() { return c10_npu::NpuSysCtrl::GetInstance().GetInitFlag(); }
+bool runtime_up() {
+  return !g_forked_child.load(std::memory_order_relaxed) &&
+         c10_npu::NpuSysCtrl::GetInstance().GetInitFlag();
+}
 
 Event record_on(const Stream& stream) {
   Event event = make_event(stream.device_index());
@@ -123,6 +134,9 @@ Event try_record_on(const Stream& stream) {
 }
 
 bool event_done(Event& event) {
+  if (g_forked_child.load(std::memory_order_relaxed)) {
+    return true;  // the parent's work does not run here: Note [Forked children]
+  }
   try {
     const c10::DeviceIndex device = event->device_index();
     if (device >= 0 && device != c10_npu::current_device()) {
@@ -151,15 +165,15 @@ Deadline fence_wait_deadline() { return std::chrono::steady_clock::now() + kFenc
 
 // Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue,
 // and query() is the answer that accounts for that.
-bool wait_events(std::vector<Event>& events, Deadline deadline) {
-  if (events_done(events)) {
+bool wait_event(Event& event, Deadline deadline) {
+  if (event_done(event)) {
     return true;  // the usual case, without reading the clock (one fence serves many graphs)
   }
   if (deadline == no_wait()) {
     return false;
   }
   auto pause = std::chrono::microseconds(20);
-  while (!events_done(events)) {
+  while (!event_done(event)) {
     if (std::chrono::steady_clock::now() >= deadline) {
       TORCH_WARN_ONCE("torch_npu_pinpool: a graph's replay fence did not complete within ",
                       kFenceWaitLimit.count(),

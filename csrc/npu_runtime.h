@@ -54,7 +54,20 @@ using Event = std::unique_ptr<c10_npu::NPUEvent, EventRecycler>;
 // (0: success; -1: the runtime has no aclrtLaunchHostFunc).
 int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg);
 
-// Whether the runtime is still up (false while the process exits: nothing is in flight).
+// Note [Forked children]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A process forked from one that runs the NPU runtime cannot use it (torch_npu refuses to
+// initialize NPU state in such a child), and inherits the parent's allocator as it was at the
+// fork: lists of blocks, graphs, fences, possibly "a capture is underway". No device work of
+// the parent runs in the child, and its pinned bytes there are a private copy. So the child
+// makes no runtime call: the runtime counts as down (runtime_up() is false, every stream
+// "not capturing", every event complete), nothing waits, nothing is fenced, and the
+// allocator's graph state is left as it was (leaked with the child), like torch_npu's own
+// bad-fork handling. Set by a pthread_atfork child handler (note_forked_child).
+void note_forked_child();
+
+// Whether the runtime is still up: false while the process exits (nothing is in flight any
+// more) and in a forked child (Note [Forked children]).
 bool runtime_up();
 
 // An event recorded on `stream` (NPUEvent::record makes the stream's device current).
@@ -78,8 +91,8 @@ inline Deadline no_wait() { return Deadline::min(); }
 // now + the fence wait limit (5 s): a wedged runtime must not hang host_empty_cache().
 Deadline fence_wait_deadline();
 
-// events_done, polling until `events` completed or `deadline` passed (then false).
-bool wait_events(std::vector<Event>& events, Deadline deadline);
+// event_done, polling until the event completed or `deadline` passed (then false).
+bool wait_event(Event& event, Deadline deadline);
 
 // Note [Eager-use fences]
 // ~~~~~~~~~~~~~~~~~~~~~~~

@@ -8,6 +8,7 @@
 #include "large_blocks.h"
 
 #include <Python.h>
+#include <pthread.h>
 #include <c10/util/Exception.h>
 #include <torch_npu/csrc/core/npu/NPUStream.h>
 
@@ -34,7 +35,7 @@ namespace torch_npu_pinpool {
 PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
       large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
-      large_(new LargeBlocks()),
+      large_(new LargeBlocks(&own_stats_)),
       audit_(Audit::get()) {}
 
 // ---------------------------------------------------------------------------------------
@@ -90,6 +91,7 @@ PinBlock* PinPoolHostAllocatorImpl::pin_large(size_t rounded) {
   auto block = std::make_unique<PinBlock>(rounded, nullptr);
   block->large_ = true;
   give_back_idle_large(large_cache_limit());  // idle blocks above the cap: Note [Large blocks]
+  const auto start = std::chrono::steady_clock::now();
   try {
     block->ptr_ = allocate_raw(rounded, block.get());
   } catch (const c10::Error&) {
@@ -97,6 +99,7 @@ PinBlock* PinPoolHostAllocatorImpl::pin_large(size_t rounded) {
     native_->empty_cache();
     block->ptr_ = allocate_raw(rounded, block.get());
   }
+  add_host_time(stats_.host_alloc_time, start);  // Note [Stats of our own blocks]
   large_->add(block.get());
   return block.release();
 }
@@ -105,7 +108,9 @@ PinBlock* PinPoolHostAllocatorImpl::pin_large(size_t rounded) {
 void PinPoolHostAllocatorImpl::give_back_idle_large(size_t keep_bytes) {
   std::vector<c10::DataPtr> released;  // destroyed after the loop, no lock of ours held
   for (PinBlock* idle : large_->take_idle(keep_bytes)) {
+    const auto start = std::chrono::steady_clock::now();
     released.push_back(take_raw(idle->ptr_));
+    add_host_time(stats_.host_free_time, start);
     delete idle;
   }
 }
@@ -158,9 +163,8 @@ void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
     process_pending();
   }
   // Timed like torch_npu's allocate_host_memory times aclrtMallocHost, so host_alloc_time.count
-  // == num_host_alloc as natively: ATen's base never times anything, each subclass does. Graph-
-  // pool blocks (allocate_in_pool) are neither timed nor in num_host_alloc; stats() folds in
-  // only their current bytes and blocks.
+  // == num_host_alloc as natively: ATen's base never times anything, each subclass does (our own
+  // blocks too: Note [Stats of our own blocks]).
   const auto start = std::chrono::steady_clock::now();
   *ptr = allocate_raw(size, /*block=*/nullptr);  // Base makes the block: bind_base_block
   t_unbound = *ptr;
@@ -346,47 +350,18 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
   }
   in_use_stat.current = in_use_bytes;
 #endif
-  // Graph-pool blocks are host memory this allocator holds: count them like ATen counts
-  // its own (current values; peaks are best effort, as in ATen).
-  int64_t blocks = 0, bytes = 0, active_blocks = 0, active_bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const GraphPool* pool : all_pools_) {
-      blocks += static_cast<int64_t>(pool->blocks);
-      bytes += static_cast<int64_t>(pool->bytes_held);
-      active_blocks += static_cast<int64_t>(pool->blocks_in_use);
-      active_bytes += static_cast<int64_t>(pool->bytes_in_use);
-    }
-  }
-  {  // large default-pool blocks (Note [Large blocks]): ATen's Base does not see them
-    const LargeBlocks::Stats large = large_->stats();
-    blocks += large.blocks;
-    bytes += large.bytes;
-    active_blocks += large.active_blocks;
-    active_bytes += large.active_bytes;
-  }
-  auto fold = [](c10::CachingAllocator::Stat& stat, int64_t amount) {
-    // No graph-pool bytes, no change - not even to the peak: ATen never raises a peak on its
-    // own (2.10 - 2.12's miscount leaves current above the peak, see version_shim.h), so
-    // max(peak, current) would differ from native.
-    if (amount == 0) {
-      return;
-    }
-    stat.current += amount;
-    stat.peak = std::max(stat.peak, stat.current);
-  };
-#if PINPOOL_HOST_STATS_2_10
-  fold(stats.allocations, blocks);
-  fold(stats.allocated_bytes, bytes);
-  fold(stats.active_requests, active_blocks);
-  fold(stats.active_bytes, active_bytes);
-#else
-  fold(stats.segment, blocks);
-  fold(stats.reserved_bytes, bytes);
-  fold(stats.allocation, active_blocks);
-  fold(stats.allocated_bytes, active_bytes);
-#endif
+  own_stats_.add_to(stats);  // graph-pool and large blocks: Note [Stats of our own blocks]
   return stats;
+}
+
+void PinPoolHostAllocatorImpl::reset_accumulated_stats() {
+  resetAccumulatedStats();
+  own_stats_.reset_accumulated();
+}
+
+void PinPoolHostAllocatorImpl::reset_peak_stats() {
+  resetPeakStats();
+  own_stats_.reset_peak();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -437,9 +412,9 @@ void PinPoolHostAllocator::empty_cache() {
 
 at::HostStats PinPoolHostAllocator::get_stats() { return impl_->stats(); }
 
-void PinPoolHostAllocator::reset_accumulated_stats() { impl_->resetAccumulatedStats(); }
+void PinPoolHostAllocator::reset_accumulated_stats() { impl_->reset_accumulated_stats(); }
 
-void PinPoolHostAllocator::reset_peak_stats() { impl_->resetPeakStats(); }
+void PinPoolHostAllocator::reset_peak_stats() { impl_->reset_peak_stats(); }
 
 #if PINPOOL_HAS_ATEN_HOST_POOLS
 // torch_npu >= 2.11 calls these from NPUGraph::capture_begin / capture_end / reset.
@@ -463,6 +438,14 @@ std::mutex& activation_mutex() {
 }
 std::atomic<bool> g_registered{false};
 
+// Note [Forked children]: registered once, with the allocator.
+void on_fork_child() {
+  note_forked_child();
+  if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    ours->impl().forget_captures();
+  }
+}
+
 PinPoolHostAllocator* prepare_locked() {
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
     return ours;
@@ -473,6 +456,7 @@ PinPoolHostAllocator* prepare_locked() {
               "torch_npu before activating torch_npu_pinpool.");
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
+  pthread_atfork(nullptr, nullptr, &on_fork_child);
   return ours;
 }
 }  // namespace

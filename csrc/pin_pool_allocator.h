@@ -37,6 +37,7 @@
 #pragma once
 
 #include "npu_runtime.h"
+#include "own_block_stats.h"
 #include "version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
@@ -45,6 +46,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -125,11 +127,6 @@ struct GraphPool {
   size_t bytes_in_use{0};
 };
 
-// One event on one replay stream, shared by every dead graph it fences (Note [Replay fences]).
-struct ReplayFence {
-  std::vector<Event> events;  // the event; empty once it completed (events_done pops it)
-};
-
 // One captured graph, from capture begin until its blocks are given back.
 // See Note [Graph handles] and Note [Replay fences].
 struct CapturedGraph {
@@ -143,14 +140,21 @@ struct CapturedGraph {
   c10::DeviceIndex device{-1};   // the capture device: replays run there
   std::optional<Stream> capture_stream;  // known once capture began
   // Inline storage for the usual graph (a few blocks, replayed on one stream): no heap
-  // allocation per graph for these, nor a free when it finishes (Note [Pass scratch]).
+  // allocation per graph for these, nor a free when it finishes.
   c10::SmallVector<PinBlock*, 4> blocks;  // blocks its captured work uses: one per use counted
   c10::SmallVector<Stream, 1> replay_streams;  // where it was replayed; no duplicates
-  c10::SmallVector<std::shared_ptr<ReplayFence>, 1> fence;  // dead: one per replay stream
-  bool fence_done{false};  // its fence completed (set and read under process_mutex_)
+  // Dead and fenced: the fences in the queue that still cover it (one per replay stream).
+  size_t fences_left{0};
   // The arguments of its captured host functions (Note [Strided pinned copies in capture]):
   // every replay uses them, so they go with the graph, once its fence completed.
   std::vector<std::shared_ptr<void>> replay_state;
+};
+
+// One entry of the fence queue (Note [Replay fences]): an event recorded on a replay stream
+// behind every replay of `graphs` there.
+struct ReplayFence {
+  Event event;
+  std::vector<CapturedGraph*> graphs;
 };
 
 struct PoolInfo {
@@ -181,11 +185,14 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void empty_cache() override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
   at::HostStats stats();
+  void reset_accumulated_stats();
+  void reset_peak_stats();
   // Whether any capture is registered (the pageable copy guard's fast check).
   bool capture_underway() const {
     return captures_underway_.load(std::memory_order_relaxed) != 0;
   }
-  at::HostAllocator* native() const { return native_; }
+  // In a forked child (Note [Forked children]): no capture runs here, whatever the parent had.
+  void forget_captures() { captures_underway_.store(0); }
 
   // --- the capture registry (capture_registry.cpp); see Note [Graph handles]
   uint64_t graph_begin(MempoolId pool_id);
@@ -217,7 +224,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // ATen hooks (pin_pool_allocator.cpp).
   void allocate_host_memory(size_t size, void** ptr) override;
   void free_block(PinBlock* block) override;
-  // Issue #11: timing for host_alloc_time / host_free_time, as torch_npu's subclass does.
+  // Timing for host_alloc_time / host_free_time, as torch_npu's subclass times its pins.
   void add_host_time(c10::CachingAllocator::DurationStat& stat,
                      std::chrono::steady_clock::time_point start);
   void record_stream(std::optional<std::vector<Event>>& events, Stream stream) override;
@@ -279,24 +286,20 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void finish_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
                            std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
-  // What one process_pending_pass works in (Note [Pass scratch], graph_pools.cpp).
-  struct PassScratch {
-    std::vector<c10::DataPtr> released;
-    std::vector<PinBlock*> base_frees;
-    std::vector<std::pair<PinBlock*, UseFence>> blocks, not_ready;
-    std::vector<PinBlock*> ready;
-    std::vector<CapturedGraph*> to_fence, fenced, still_unfenced, done;
-    void clear() {
-      base_frees.clear(), blocks.clear(), not_ready.clear(), ready.clear();
-      to_fence.clear(), fenced.clear(), still_unfenced.clear(), done.clear();
-      released.clear();
-    }
+  // One process_pending() pass and its steps (graph_pools.cpp, Note [Replay fences]); what a
+  // pass gives back is collected in `out` and handed back with no lock of ours held.
+  struct GivenBack {
+    std::vector<c10::DataPtr> released;  // native's free of each
+    std::vector<PinBlock*> base_frees;   // default-pool blocks for ATen's free
   };
   void process_pending_pass(Deadline deadline);
-  void finish_fenced(Deadline deadline, PassScratch& pass);
+  void settle_eager_freed(GivenBack& out);
+  void pop_completed_fences(Deadline deadline, GivenBack& out);
+  void fence_dead_graphs(bool wait, GivenBack& out);
 
   at::HostAllocator* const native_;  // torch_npu's allocator: our backing store
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
+  OwnBlockStats own_stats_;          // graph-pool and large blocks (Note [Stats of our own blocks])
   LargeBlocks* const large_;         // leaked with the allocator
   Audit* const audit_;               // the audit report; null when it is off (Note [Audit hooks])
 
@@ -319,12 +322,11 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   uint64_t next_handle_{0};
   ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive
   std::vector<CapturedGraph*> capturing_;                // state kCapturing
-  // Dead graphs: waiting for a fence to be recorded, and fenced (in fence order), waiting for
-  // it to complete (Note [Replay fences]). fenced_ changes only in process_pending_pass (under
-  // process_mutex_ and mutex_), which also reads it without mutex_; graph_died reads it under
-  // mutex_.
+  // Dead graphs waiting for a fence to be recorded, and the fence queue: recorded fences in
+  // record order (Note [Replay fences]). Both change under mutex_; fences_ only in
+  // process_pending_pass (process_mutex_ held too), which waits for its events without mutex_.
   std::vector<CapturedGraph*> unfenced_;
-  std::vector<CapturedGraph*> fenced_;
+  std::deque<ReplayFence> fences_;
   ska::flat_hash_map<PoolKey, GraphPool*, PoolKeyHash> pools_;  // live pools by device and id
   c10::DeviceIndex max_pool_device_{-1};  // the highest device any pool was made for
   // release_pool calls not yet matched to a graph, per pool id (Note [Pools per device]).
@@ -335,7 +337,6 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;
 
   std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only
-  PassScratch scratch_;       // guarded by process_mutex_; empty between passes
   std::atomic<bool> process_again_{false};  // a process_pending() found process_mutex_ taken
 };
 

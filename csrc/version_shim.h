@@ -39,6 +39,13 @@
 //     and we keep the defaults.
 // torch_npu 2.14.0's own headers (host allocator, NPUGraph, graph utils) are identical to 2.13.0's.
 
+// torch_npu >= 2.14's NPUGraph::capture_begin refuses a capture itself when its expandable host
+// allocator is in use, i.e. when pin_memory_expandable_segments is on *in effect* (torch_npu
+// turns it off on a CANN or driver without the feature). Older releases capture regardless, and
+// keep that decision where the plugin cannot read it (NPUAllocatorConfig is not exported), so
+// the plugin refuses on the variable's text there.
+#define PINPOOL_NPU_REFUSES_EXPANDABLE_CAPTURE PINPOOL_TORCH_AT_LEAST(2, 14)
+
 // HostStats field names: 2.10 has allocations / allocated_bytes (held) and
 // active_requests / active_bytes (in use); 2.8 and 2.9 have segment / reserved_bytes (held)
 // and allocation / allocated_bytes (in use).

@@ -79,3 +79,36 @@ def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
     assert r["first_import"] == "AttributeError", r
     assert r["active"] and r["hooked"], r
     assert r["values"] == [3.0], r
+
+
+@BOTH
+def test_forked_child_neither_hangs_nor_calls_the_runtime(scenario, plugin):
+    """A child forked after pinned copies and a replay frees what it inherited, tries to pin
+    and reads the stats exactly as natively, and exits; the parent goes on unharmed."""
+    o = scenario("fork_child", env=_env(plugin)).result
+    assert o["status"] == 0, o
+    assert o["values"] == [4.0] and o["graph"] == [2.0], o
+    if plugin:
+        native = scenario("fork_child", env=_env(False)).result
+        assert o["child"] == native["child"], (o, native)
+
+
+@BOTH
+def test_failed_reset_keeps_the_graph_and_its_blocks(scenario, plugin):
+    """NPUGraph.reset() that raises leaves a replayable graph: its input block stays its own
+    (the replay reads the captured bytes); a reset that succeeds gives the blocks back."""
+    o = scenario("failing_reset", env=_env(plugin)).result
+    assert o["reset_error"] == "injected: reset failed", o
+    if plugin:
+        assert o["values"] == [3.0] and o["pool_bytes"] == 0, o
+
+
+@pytest.mark.simulator
+def test_fence_record_that_fails_loses_nothing(scenario):
+    """A dead graph's fence event whose record fails (507000) leaves the graph unfenced, its
+    block held, for the next pass: host_empty_cache() then gives it back, and the next capture
+    is correct. (Before: the exception unwound the pass and the graph was lost for good.)"""
+    run = scenario("record_fault_in_pass", env={"TASK_QUEUE_ENABLE": "0"})
+    assert "recording a fence event failed" in run.stderr  # the fault hit the fence
+    o = run.result
+    assert o["held_after_retry"] == 0 and o["values"] == [4.0], o

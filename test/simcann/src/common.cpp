@@ -178,8 +178,10 @@ void simcann_reset_faults() {
   c.fail_capture_end_at = 0;
   c.invalidate_capture_at = 0;
   c.fail_model_destroy_at = 0;
+  c.fail_record_event_at = 0;
 }
-// what: "malloc_host", "capture_begin", "capture_end", "invalidate_capture", "model_destroy";
+// what: "malloc_host", "capture_begin", "capture_end", "invalidate_capture", "model_destroy",
+// "record_event";
 // n: fail the Nth
 // attempt counted from now (1 = the next one), 0 = never.
 int simcann_set_fault(const char* what, int64_t n) {
@@ -197,6 +199,8 @@ int simcann_set_fault(const char* what, int64_t n) {
     arm(c.invalidate_capture_at, c.n_captured_tasks);
   } else if (std::strcmp(what, "model_destroy") == 0) {
     arm(c.fail_model_destroy_at, c.n_model_destroy);
+  } else if (std::strcmp(what, "record_event") == 0) {
+    arm(c.fail_record_event_at, c.n_record_event);
   } else {
     return -1;
   }

@@ -63,11 +63,13 @@ struct Config {
   std::atomic<int64_t> fail_capture_end_at{0};
   std::atomic<int64_t> invalidate_capture_at{0};
   std::atomic<int64_t> fail_model_destroy_at{0};
+  std::atomic<int64_t> fail_record_event_at{0};
   std::atomic<int64_t> n_malloc_host{0};
   std::atomic<int64_t> n_capture_begin{0};
   std::atomic<int64_t> n_capture_end{0};
   std::atomic<int64_t> n_captured_tasks{0};
   std::atomic<int64_t> n_model_destroy{0};
+  std::atomic<int64_t> n_record_event{0};
 };
 Config& config();
 void init_once();

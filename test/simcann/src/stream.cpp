@@ -518,6 +518,14 @@ ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stre
   SIMCANN_API();
   Event* e = to_event(event);
   if (e == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Config& cfg = config();
+  const int64_t n = ++cfg.n_record_event;
+  if (cfg.fail_record_event_at.load() > 0 && n == cfg.fail_record_event_at.load()) {
+    // Fault injection: the runtime refuses the record before anything changed (the event keeps
+    // its last record), as a runtime internal error (507000) leaves it.
+    set_error("simcann: aclrtRecordEvent: injected failure (simcann_set_fault record_event)");
+    return ACL_ERROR_RT_INTERNAL_ERROR;
+  }
   Stream* s = to_stream(stream);
   {
     // Note [Events in capture]

@@ -61,6 +61,25 @@ result = [failed, replayed, read_dev(d, 64) == b"\x07" * 64, aclmdlRIDestroy(mod
     assert r.result == [507000, [0, 0], True, 0], r.result
 
 
+def test_record_event_fault_records_nothing(run_isolated):
+    """simcann_set_fault("record_event"): aclrtRecordEvent fails once with 507000
+    (ACL_ERROR_RT_INTERNAL_ERROR) and records nothing - the event is still unrecorded, so a
+    query says so - and the next record succeeds."""
+    r = run_isolated(
+        ACL
+        + r"""
+s = new_stream()
+ev = vp()
+assert aclrtCreateEvent(ctypes.byref(ev)) == 0
+assert simcann_set_fault(b"record_event", 1) == 0
+failed = aclrtRecordEvent(ev, s)
+retried = aclrtRecordEvent(ev, s)
+result = [failed, retried, aclrtSynchronizeStream(s)]
+"""
+    )
+    assert r.result == [507000, 0, 0], r.result
+
+
 # One process per fault: after a failed capture torch_npu's own allocators keep capture state
 # (2.8/2.9: the device allocator's captures_underway; 2.13: the host allocator's pool mode), so a
 # second capture in the same process would test torch_npu, not the simulator.

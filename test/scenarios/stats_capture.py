@@ -1,0 +1,44 @@
+"""Scenario: host_memory_stats() for a program that pins inside a capture (issue #33, item 7).
+Runs with the plugin on or off (TORCH_NPU_PINPOOL=0); test_stats_contract.py compares the two
+runs key by key.
+
+The sequence: an eager pinned tensor kept throughout; a capture that pins two tensors (one
+read by a captured copy) and keeps them; a replay; the unused one freed while the graph lives;
+the graph reset, the other freed, and host_empty_cache(). Snapshots after each step.
+"""
+
+from scenario import N, pinned, report, side_stream, torch, torch_npu
+
+snapshots: dict[str, dict[str, float]] = {}
+
+
+def snap(name: str) -> None:
+    snapshots[name] = dict(torch_npu.npu.host_memory_stats())
+
+
+side_stream()
+dev = torch.zeros(4 * N, device="npu")
+eager = pinned(1.0)  # 4 KiB, alive to the end
+snap("start")
+
+g = torch.npu.NPUGraph()
+with torch.npu.graph(g):
+    x = pinned(2.0, 4 * N)  # 16 KiB, read by the captured copy
+    dev.copy_(x, non_blocking=True)
+    y = pinned(3.0, 2 * N)  # 8 KiB, pinned in the capture and not used by it
+snap("captured")
+
+g.replay()
+torch.npu.synchronize()
+snap("replayed")
+
+del y  # the graph still lives
+snap("freed")
+
+g.reset()
+del g, x
+torch.npu.synchronize()
+torch_npu.npu.host_empty_cache()
+snap("emptied")
+
+report(snapshots)

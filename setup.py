@@ -108,7 +108,7 @@ def _extensions(info: dict):
         _fail(refusal)
     if warning:
         print(f"\ntorch_npu_pinpool: WARNING: {warning}\n", file=sys.stderr)
-    mm = info["_major_minor"]
+    mm = info["major_minor"]
     if mm(npu_version) != mm(torch.__version__):
         _fail(
             f"torch_npu {npu_version} does not pair with torch {torch.__version__}: "

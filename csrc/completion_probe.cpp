@@ -36,7 +36,6 @@
 
 #include <acl/acl.h>
 #include <c10/util/Exception.h>
-#include <dlfcn.h>
 #include <torch_npu/csrc/core/npu/NPUGuard.h>
 #include <torch_npu/csrc/framework/OpCommand.h>
 
@@ -62,13 +61,11 @@ struct Acl {
 const Acl& acl() {
   static const Acl api = [] {
     Acl a;
-    void* lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
-    auto find = [lib](const char* name) { return dlsym(lib != nullptr ? lib : RTLD_DEFAULT, name); };
-    a.create_stream = reinterpret_cast<decltype(a.create_stream)>(find("aclrtCreateStream"));
-    a.create_event = reinterpret_cast<decltype(a.create_event)>(find("aclrtCreateEventExWithFlag"));
-    a.record = reinterpret_cast<decltype(a.record)>(find("aclrtRecordEvent"));
-    a.wait = reinterpret_cast<decltype(a.wait)>(find("aclrtStreamWaitEvent"));
-    a.launch = reinterpret_cast<decltype(a.launch)>(find("aclrtLaunchHostFunc"));
+    a.create_stream = acl_function<decltype(a.create_stream)>("aclrtCreateStream");
+    a.create_event = acl_function<decltype(a.create_event)>("aclrtCreateEventExWithFlag");
+    a.record = acl_function<decltype(a.record)>("aclrtRecordEvent");
+    a.wait = acl_function<decltype(a.wait)>("aclrtStreamWaitEvent");
+    a.launch = acl_function<decltype(a.launch)>("aclrtLaunchHostFunc");
     a.ok = a.create_stream && a.create_event && a.record && a.wait && a.launch;
     return a;
   }();

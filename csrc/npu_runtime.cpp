@@ -64,17 +64,17 @@ void EventRecycler::operator()(c10_npu::NPUEvent* event) const {
   list.per_device[device].push_back(event);
 }
 
+void* acl_symbol(const char* name) {
+  static void* const lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
+  return dlsym(lib != nullptr ? lib : RTLD_DEFAULT, name);
+}
+
 CaptureInfo capture_info(const Stream& stream) {
   if (g_forked_child.load(std::memory_order_relaxed)) {
     return {};  // Note [Forked children]
   }
   using GetInfoFn = int (*)(void*, int*, void**);
-  // libascendcl is loaded by torch_npu with local scope; look it up by handle.
-  static GetInfoFn get_info = []() -> GetInfoFn {
-    void* lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);
-    void* sym = dlsym(lib != nullptr ? lib : RTLD_DEFAULT, "aclmdlRICaptureGetInfo");
-    return reinterpret_cast<GetInfoFn>(sym);
-  }();
+  static const auto get_info = acl_function<GetInfoFn>("aclmdlRICaptureGetInfo");
   if (get_info == nullptr) {
     return {};
   }
@@ -89,11 +89,7 @@ CaptureInfo capture_info(const Stream& stream) {
 
 int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg) {
   using LaunchFn = int (*)(void*, void (*)(void*), void*);
-  static LaunchFn launch = []() -> LaunchFn {
-    void* lib = dlopen("libascendcl.so", RTLD_NOW | RTLD_NOLOAD);  // as in capture_info
-    void* sym = dlsym(lib != nullptr ? lib : RTLD_DEFAULT, "aclrtLaunchHostFunc");
-    return reinterpret_cast<LaunchFn>(sym);
-  }();
+  static const auto launch = acl_function<LaunchFn>("aclrtLaunchHostFunc");
   if (launch == nullptr) {
     return -1;
   }

@@ -23,6 +23,14 @@ struct CaptureInfo {
   void* model{nullptr};  // the aclmdlRI the stream captures into; null when kNone
 };
 
+// A function of the runtime library torch_npu loaded (libascendcl, with local scope: looked up
+// by its handle), or null when this runtime lacks it.
+void* acl_symbol(const char* name);
+template <typename Fn>
+Fn acl_function(const char* name) {
+  return reinterpret_cast<Fn>(acl_symbol(name));
+}
+
 // The capture status of a stream, read without draining torch_npu's task queue. kNone when the
 // runtime lacks aclmdlRICaptureGetInfo.
 CaptureInfo capture_info(const Stream& stream);

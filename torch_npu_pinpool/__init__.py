@@ -7,11 +7,12 @@ point) or ``import torch_npu_pinpool`` activates it. ``TORCH_NPU_PINPOOL=0`` tur
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from typing import Any
 
-from ._version import MIN_TORCH_NPU, __version__, check_torch_npu
+from ._version import MIN_TORCH_NPU, __version__, check_torch_npu, env_off, major_minor
 
 __all__ = ["__version__", "activate", "is_active", "pool_stats", "mode", "report"]
 
@@ -21,13 +22,8 @@ _ext: Any = None  # the loaded extension (torch_npu_pinpool._C) once active
 _warned_untested = False  # the untested-torch_npu warning is given once per process
 
 
-def _parse(version: str) -> tuple[int, int]:
-    major, minor = version.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
 def _disabled() -> bool:
-    return os.environ.get("TORCH_NPU_PINPOOL", "1").strip().lower() in ("0", "false", "off", "no")
+    return env_off("TORCH_NPU_PINPOOL")
 
 
 def _import_torch_npu():
@@ -57,7 +53,7 @@ def _load_extension():
     torch, _ = _import_torch_npu()
     from . import _C as ext
 
-    if _parse(torch.__version__) != _parse(ext.built_with_torch):
+    if major_minor(torch.__version__) != major_minor(ext.built_with_torch):
         raise RuntimeError(
             f"torch_npu_pinpool was built against torch {ext.built_with_torch} but torch "
             f"{torch.__version__} is running. Reinstall it with this environment's pip: "
@@ -70,7 +66,7 @@ def mode() -> str:
     """``"backport"`` on torch_npu <= 2.10 (Python hooks register captures),
     ``"native-present"`` on >= 2.11 (torch_npu calls the allocator's pool hooks)."""
     _, torch_npu = _import_torch_npu()
-    return "backport" if _parse(torch_npu.__version__) < (2, 11) else "native-present"
+    return "backport" if major_minor(torch_npu.__version__) < (2, 11) else "native-present"
 
 
 def activate() -> bool:
@@ -108,7 +104,7 @@ def activate() -> bool:
             # A clear error for pageable CPU <-> NPU copies during capture (issue #11):
             # Note [Pageable copy guard] in csrc/pageable_copy_guard.cpp.
             # TORCH_NPU_PINPOOL_COPY_GUARD=0 leaves torch_npu's copy_ kernel alone.
-            if os.environ.get("TORCH_NPU_PINPOOL_COPY_GUARD", "1").strip() != "0":
+            if not env_off("TORCH_NPU_PINPOOL_COPY_GUARD"):
                 ext.install_pageable_copy_guard()
             elif ext.report_enabled():
                 ext.install_copy_direction_scope()  # the report needs each copy's direction
@@ -144,7 +140,13 @@ def report(wait: float = 0.0) -> dict[str, Any]:
     "hazards": [{"kind", "count", "bytes", "affects", "sites"}, ...]}``, every kind listed.
     ``wait``: give copies and replays still queued up to that many seconds to complete and be
     checked first. Raises ``RuntimeError`` when the report is off (set the variable before the
-    process starts) or the plugin is not active."""
+    process starts) or the plugin is not active, ``ValueError`` for a ``wait`` that is not a
+    finite number of seconds >= 0."""
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < math.inf:
+        raise ValueError(
+            f"torch_npu_pinpool.report: wait must be a number of seconds >= 0 (finite), got "
+            f"{wait!r}."
+        )
     if _ext is None or not _ext.report_enabled():
         raise RuntimeError(
             "torch_npu_pinpool: the report is off; set TORCH_NPU_PINPOOL_REPORT=1 (or a JSON "

@@ -16,6 +16,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from ._version import major_minor
+
 ENV = "TORCH_NPU_PINPOOL_REPORT"
 # Set by `python -m torch_npu_pinpool audit` for the processes it runs: where they note that
 # the plugin could not be activated (see _audit_site.py).
@@ -145,11 +147,6 @@ def library_dirs() -> list[str]:
     return dirs
 
 
-def _version(text: str) -> tuple[int, int]:
-    major, minor = text.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
 def _release(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
@@ -158,7 +155,7 @@ def affects(kind: str, shapes: dict[str, int], torch_npu_version: str) -> str:
     """What native torch_npu does for the shapes seen (every shape of the kind if none), and
     whether this process's release is one of those it does it on."""
     rows = [r for r in NATIVE if r.kind == kind and (not shapes or r.shape in shapes)]
-    running = _version(torch_npu_version)
+    running = major_minor(torch_npu_version)
     parts = []
     for row in rows:
         if row.first is None or row.last is None:
@@ -207,7 +204,7 @@ def checked(ext: Any) -> str:
     written_while_queued sees]); on torch < 2.10 nothing can be (Note [Copy direction])."""
     import torch
 
-    if _version(torch.__version__) < COPY_DIRECTION_TORCH:
+    if major_minor(torch.__version__) < COPY_DIRECTION_TORCH:
         return (
             f"not checked on this torch ({torch.__version__}): the check needs torch >= "
             f"{_release(COPY_DIRECTION_TORCH)}"

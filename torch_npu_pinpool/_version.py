@@ -15,9 +15,15 @@ MAX_TORCH_NPU = (2, 14)
 ALLOW_UNTESTED_ENV = "TORCH_NPU_PINPOOL_ALLOW_UNTESTED"
 
 
-def _major_minor(version: str) -> tuple[int, int]:
+def major_minor(version: str) -> tuple[int, int]:
+    """(major, minor) of a torch / torch_npu version string ("2.10.0.post7+cpu" -> (2, 10))."""
     major, minor = version.split("+")[0].split(".")[:2]
     return int(major), int(minor)
+
+
+def env_off(name: str) -> bool:
+    """Whether the switch ``name`` is turned off (0, false, off, no; any case). Unset: on."""
+    return os.environ.get(name, "1").strip().lower() in ("0", "false", "off", "no")
 
 
 def supported_range() -> str:
@@ -32,7 +38,7 @@ def allow_untested() -> bool:
 def check_torch_npu(version: str, what: str) -> tuple[str | None, str | None]:
     """``(refusal, warning)`` for torch_npu ``version``; ``what`` is the verb ("build",
     "activate") the messages use. At most one of the two is set."""
-    mm = _major_minor(version)
+    mm = major_minor(version)
     if mm < MIN_TORCH_NPU:
         return (
             f"torch_npu {version} is too old: torch_npu_pinpool {__version__} needs torch_npu >= "

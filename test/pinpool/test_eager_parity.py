@@ -111,4 +111,4 @@ def test_fence_record_that_fails_loses_nothing(scenario):
     run = scenario("record_fault_in_pass", env={"TASK_QUEUE_ENABLE": "0"})
     assert "recording a fence event failed" in run.stderr  # the fault hit the fence
     o = run.result
-    assert o["held_after_retry"] == 0 and o["values"] == [4.0], o
+    assert o["held_after_retry"] == 0 and o["clean_capture"], o

@@ -25,6 +25,7 @@ def test_user_errors(scenario):
     assert o["with_error"] == "user code failed"
     assert o["after_with"] == []
     assert o["clean2"]
+    assert all(e and "wait must be a number of seconds" in e for e in o["report_wait"]), o
 
 
 @pytest.mark.simulator

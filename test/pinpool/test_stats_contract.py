@@ -68,8 +68,15 @@ def test_host_memory_stats_match_native_with_capture_pins(scenario):
     off = scenario("stats_capture", env={"TORCH_NPU_PINPOOL": "0"}).result
     assert list(on) == list(off)
     assert off["captured"]["num_host_alloc"] >= 3  # the capture's pins are counted natively
-    alive = {step: on[step] for step in on if step != "emptied"}
-    assert _differences(alive, {step: off[step] for step in alive}) == []
+    alive = [step for step in on if step != "emptied"]
+    differences = _differences({s: on[s] for s in alive}, {s: off[s] for s in alive})
+    if (2, 10) <= pair() < (2, 13):
+        # ATen's in-use miscount there (docs/limitations.md) is not applied to the plugin's own
+        # blocks: its figure is the true one (the eager 4 KiB and the kept 16 KiB in use).
+        miscounted = ("active_bytes.", "active_requests.")
+        differences = [d for d in differences if not d.split(": ")[1].startswith(miscounted)]
+        assert on["freed"]["active_bytes.current"] == 20 * 1024, on["freed"]
+    assert differences == []
     held = "allocated_bytes.current" if pair() >= (2, 10) else "reserved_bytes.current"
     assert on["emptied"][held] <= off["emptied"][held], (on["emptied"], off["emptied"])
     assert on["emptied"]["num_host_alloc"] == off["emptied"]["num_host_alloc"]

@@ -10,14 +10,21 @@ from scenario import N, pinned, values
 import torch_npu_pinpool
 
 
-def clean_capture_works(value: float) -> bool:
-    """A capture + replay after a failure reads its bytes, and its pool goes with the graph."""
-    dev = torch.zeros(N, device="npu")
+def graph_of_freed_input(dev: torch.Tensor, value: float) -> torch.npu.NPUGraph:
+    """A graph that copies a pinned tensor of ``value`` into ``dev``, the tensor freed inside the
+    capture: only the graph keeps its block."""
     g = torch.npu.NPUGraph()
     with torch.npu.graph(g):
         x = pinned(value)
         dev.copy_(x, non_blocking=True)
         del x
+    return g
+
+
+def clean_capture_works(value: float) -> bool:
+    """A capture + replay after a failure reads its bytes, and its pool goes with the graph."""
+    dev = torch.zeros(N, device="npu")
+    g = graph_of_freed_input(dev, value)
     others = [pinned(-1.0) for _ in range(4)]  # noqa: F841
     g.replay()
     torch.npu.synchronize()

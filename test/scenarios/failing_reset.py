@@ -10,15 +10,12 @@ Reports ``reset_error`` (the exception's text), ``values`` after the replay (rig
 """
 
 import torch_npu
+from capture_checks import graph_of_freed_input
 from scenario import N, pinned, pool_bytes, report, side_stream, torch, values
 
 side_stream()
 dev = torch.zeros(N, device="npu")
-g = torch.npu.NPUGraph()
-with torch.npu.graph(g):
-    src = pinned(3.0)
-    dev.copy_(src, non_blocking=True)
-    del src
+g = graph_of_freed_input(dev, 3.0)
 
 base = torch_npu._C._NPUGraph
 real_reset = base.reset

@@ -1,6 +1,6 @@
 """Misuse around capture (default stream, end on another stream, exception inside
 ``torch.npu.graph``) leaves no dangling registration in the plugin's pool_stats(), and a clean
-capture still works after each."""
+capture still works after each. Bad arguments to the plugin's API get a clear error."""
 
 import gc
 
@@ -56,4 +56,9 @@ gc.collect()
 torch.npu.synchronize()
 out["after_with"] = torch_npu_pinpool.pool_stats()
 out["clean2"] = clean_capture_works(4.0)
+
+# report() with a wait that is not a number of seconds: refused before anything is read
+out["report_wait"] = [
+    error_of(lambda w=w: torch_npu_pinpool.report(wait=w)) for w in (float("inf"), -1.0, "5")
+]
 report(out)

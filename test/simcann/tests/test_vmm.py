@@ -324,6 +324,7 @@ r["range_no_outputs"] = aclrtMemGetAddressRange(vp(va), None, None)
 buf = ctypes.create_string_buffer(64)
 r["range_pageable"] = rng(ctypes.addressof(buf))[0]
 r["unmap2"] = aclrtUnmapMem(vp(va))
+assert aclrtFreeHost(hp) == 0
 r["free_2"] = aclrtFreePhysical(h)
 r["released"] = simcann_host_bytes_live() - base_host
 r["free_3"] = aclrtFreePhysical(h)

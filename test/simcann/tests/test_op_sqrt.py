@@ -1,11 +1,10 @@
 """Simulated aclnnSqrt / aclnnInplaceSqrt (src/ops/compare.cpp) against torch's CPU result, with
 CANN's semantics (hicann/ops-math math/sqrt/op_api/aclnn_sqrt.cpp,
-docs/aclnnSqrt&aclnnInplaceSqrt.md):
-16-bit floats computed in float32 and rounded once, float32 correctly rounded (IEEE sqrt),
-integral / bool inputs cast to float32 (int64 to double) giving a floating result, negative inputs NaN, strided views, and a captured sqrt reading
-its input again at every replay. torch.sqrt is the first op TorchAir's smoke test
-(tests/smoke/aclgraph_test.py, test_aclgraph_scope_with_post_pass) reaches that the simulator
-lacked.
+docs/aclnnSqrt&aclnnInplaceSqrt.md): 16-bit floats computed in float32 and rounded once, float32
+correctly rounded (IEEE sqrt), integral / bool inputs cast to float32 (int64 to double) giving a
+floating result, negative inputs NaN, strided views, and a captured sqrt reading its input again
+at every replay. torch.sqrt is the first op TorchAir's smoke test (tests/smoke/aclgraph_test.py,
+test_aclgraph_scope_with_post_pass) reaches that the simulator lacked.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@
 Every pair of ci/lib/pairs.sh gets a row ("no run recorded yet" when no summary names it). For
 a leg found in several directories, the newest date wins (the first directory on a tie).
 Summaries not written by ci/test.sh say where they come from (``source``); the page lists those
-sources under the table. Plain Python, no third-party imports.
+sources under the table. The records of other projects' test files run by ``bash ci/upstream.sh``
+(``ci/lib/upstream_record.py``) in each directory's ``upstream/`` (``ci/results/upstream/``
+in the repository) become the "Upstream tests" section. Plain Python, no third-party imports.
 """
 
 from __future__ import annotations
@@ -93,10 +95,82 @@ def sources(summaries: list[dict[str, object]]) -> list[str]:
     return ["", "Recorded by hand (not written by `ci/test.sh`):", ""] + [f"- {n}" for n in notes]
 
 
+UPSTREAM_FIELDS = (
+    "kind", "pair", "torch_npu", "file", "source", "select", "cann_version", "note", "on", "off",
+    "commit", "date", "command",
+)
+
+UPSTREAM_HEADER = """
+## Upstream tests
+
+Other projects' own test files, run **unmodified** on the simulated runtime with the plugin on
+and off by `bash ci/upstream.sh PAIR FILE... [-k EXPR] --source TEXT --record ci/results/upstream`
+([testing.md](testing.md#upstream-tests); the files are fetched at the commit named, never kept in
+this repository). Counts are passed / failed (errors included) / skipped; "commit" is this
+repository's checkout (`+changes`: with uncommitted edits).
+
+| pair | torch_npu | file | from | selection | plugin on | plugin off | commit | date |
+|---|---|---|---|---|---|---|---|---|
+"""
+
+
+def load_upstream(dirs: list[Path]) -> list[dict[str, object]]:
+    """The upstream records in each directory's ``upstream/``; one per file name (the newest)."""
+    found: dict[str, dict[str, object]] = {}
+    for directory in dirs:
+        sub = directory / "upstream"
+        for path in sorted(sub.glob("*.json")) if sub.is_dir() else []:
+            data = json.loads(path.read_text())
+            missing = [f for f in UPSTREAM_FIELDS if f not in data]
+            if missing or data["kind"] != "upstream":
+                raise SystemExit(f"render_results: {path} is not an upstream record ({missing})")
+            if path.name not in found or str(data["date"]) > str(found[path.name]["date"]):
+                found[path.name] = data
+    return list(found.values())
+
+
+def _counts(c: dict[str, object]) -> str:
+    if c.get("passed") is None:
+        return str(c.get("status", "no result"))
+    text = f"{c['passed']}/{c['failed']}/{c['skipped']}"
+    return text + " (timed out)" if c.get("status") == "timed out" else text
+
+
+def upstream_section(records: list[dict[str, object]]) -> list[str]:
+    """The section's lines: a table row per record (newest pair, then file), then the notes."""
+    if not records:
+        return []
+    order = sorted(
+        records,
+        key=lambda r: (
+            tuple(-x for x in _pair_key(str(r["pair"]))),
+            str(r["file"]), str(r["select"]), str(r["cann_version"]), str(r["source"]),
+        ),
+    )
+    out = UPSTREAM_HEADER.splitlines()
+    notes = []
+    for i, r in enumerate(order, 1):
+        select = f"`-k {r['select']}`" if r["select"] else "all"
+        if r["cann_version"]:
+            select += f", `SIMCANN_CANN_VERSION={r['cann_version']}`"
+        mark = ""
+        if r["note"]:
+            mark = f" [{i}]"
+            notes.append(f"{i}. {r['note']}")
+        out.append(
+            f"| {r['pair']} | {r['torch_npu']} | {r['file']}{mark} | {r['source'] or '-'} | "
+            f"{select} | {_counts(r['on'])} | {_counts(r['off'])} | {r['commit']} | {r['date']} |"
+        )
+    if notes:
+        out += ["", "Notes:", ""] + notes
+    return out
+
+
 def render(dirs: list[Path], pairs: list[str] | None = None) -> str:
     summaries = load(dirs)
     body = rows(summaries, all_pairs() if pairs is None else pairs)
-    return HEADER + "\n".join(body + sources(summaries)) + "\n"
+    upstream = upstream_section(load_upstream(dirs))
+    return HEADER + "\n".join(body + sources(summaries) + upstream) + "\n"
 
 
 def main(argv: list[str]) -> int:

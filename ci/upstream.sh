@@ -2,7 +2,7 @@
 # Run other projects' test files, unmodified, on a pair's simulated runtime, with the plugin on and
 # off, and print one table (docs/testing.md, "Upstream tests").
 #
-#   bash ci/upstream.sh PAIR FILE... [-k EXPR]
+#   bash ci/upstream.sh PAIR FILE... [-k EXPR] [--source TEXT] [--note TEXT] [--record DIR]
 #
 #   e.g. the pinned-memory tests of torch_npu at a commit of Ascend/pytorch:
 #     git --git-dir=DIR show REV:test/npu/test_aclgraph_pin_memory.py > /tmp/upstream/a.py
@@ -19,24 +19,36 @@
 #      backend autoload on, as users have it: the plugin's `torch.backends` entry point
 #      activates it; checked before the run) and once with TORCH_NPU_PINPOOL=0; each run under a
 #      timeout (PINPOOL_UPSTREAM_TIMEOUT seconds, default 1200), results from pytest's JUnit XML;
-#   5. prints the table: file, plugin on / off as passed / failed (incl. errors) / skipped.
+#   5. prints the table: file, plugin on / off as passed / failed (incl. errors) / skipped;
+#   6. writes one JSON record per FILE (ci/lib/upstream_record.py: pair, torch / torch_npu, the
+#      file, --source (where it came from: repository, commit, path), -k, SIMCANN_CANN_VERSION,
+#      --note, both counts, this checkout's commit, the date, the command) into $WORK/records/,
+#      and with --record DIR into DIR too: `--record ci/results/upstream` keeps it in the
+#      repository, where `python ci/render_results.py` puts it in docs/test-results.md.
 # Exit status: 0 when every run finished (whatever its results), 1 when a step failed.
 # The files are never copied into the repository: keep them outside it (pytest runs from their
 # directory, and this repository's pytest.ini / conftest.py must not apply to them).
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PAIR="${1:?usage: bash ci/upstream.sh PAIR FILE... [-k EXPR]}"
+USAGE="usage: bash ci/upstream.sh PAIR FILE... [-k EXPR] [--source TEXT] [--note TEXT] [--record DIR]"
+PAIR="${1:?$USAGE}"
 shift
 FILES=()
 KEXPR=()
+SOURCE=""
+NOTE=""
+RECORD=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -k) KEXPR=(-k "${2:?-k needs an expression}"); shift 2 ;;
+        --source) SOURCE="${2:?--source needs a text}"; shift 2 ;;
+        --note) NOTE="${2:?--note needs a text}"; shift 2 ;;
+        --record) RECORD="$(mkdir -p "${2:?--record needs a directory}" && cd "$2" && pwd)"; shift 2 ;;
         *) FILES+=("$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"); shift ;;
     esac
 done
-[[ ${#FILES[@]} -gt 0 ]] || { echo "usage: bash ci/upstream.sh PAIR FILE... [-k EXPR]" >&2; exit 2; }
+[[ ${#FILES[@]} -gt 0 ]] || { echo "$USAGE" >&2; exit 2; }
 say() { printf '[upstream %s] %s\n' "$PAIR" "$*" >&2; }
 
 cd "$REPO"
@@ -124,6 +136,7 @@ print(f"{p}/{f}/{s}")
 EOF
 }
 ROWS=()
+COUNTS=() # per file: "on off" as passed/failed/skipped[ (timed out)]
 n=0
 for f in "${FILES[@]}"; do
     n=$((n + 1))
@@ -144,6 +157,7 @@ for f in "${FILES[@]}"; do
         row="$row|$c"
     done
     ROWS+=("$row")
+    COUNTS+=("${row#*|}")
 done
 
 # ---- 5. the table -------------------------------------------------------------------------
@@ -156,3 +170,21 @@ for r in "${ROWS[@]}"; do
     printf '| %s | %s | %s |\n' "$name" "$on" "$off"
 done
 echo "logs and JUnit XML: $WORK"
+
+# ---- 6. the records -----------------------------------------------------------------------
+versions="$(cd "$WORK" && python -c 'import importlib.metadata as m, torch_npu
+print(m.version("torch"), torch_npu.__version__)' 2>/dev/null | tail -1)"
+commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+[[ -z "$(git status --porcelain -- csrc torch_npu_pinpool test/simcann ci ':!ci/results' 2>/dev/null)" ]] ||
+    commit="$commit+changes"
+n=0
+for f in "${FILES[@]}"; do
+    IFS='|' read -r on off <<<"${COUNTS[$n]}"
+    n=$((n + 1))
+    args=(--pair "$PAIR" --torch "${versions%% *}" --torch-npu "${versions##* }" --file "$f"
+        --source "$SOURCE" --select "${KEXPR[1]:-}" --cann-version "${SIMCANN_CANN_VERSION:-}"
+        --note "$NOTE" --on "$on" --off "$off" --commit "$commit" --out "$WORK/records")
+    [[ -n "$RECORD" ]] && args+=(--out "$RECORD")
+    python "$REPO/ci/lib/upstream_record.py" "${args[@]}" >&2 ||
+        { say "FAILED: writing the record of $(basename "$f")"; exit 1; }
+done

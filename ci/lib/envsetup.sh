@@ -15,6 +15,8 @@
 #                               stamp (an interrupted or older install) is deleted and redone.
 #   ROOT/PAIR/simcann/HASH/lib/ the simulated CANN runtime built from the test/simcann sources
 #                               whose hash is HASH, for this venv's python
+#                               (PINPOOL_SIM_ROOT=DIR: under DIR/HASH/ instead, e.g. to keep a
+#                               branch's simulator builds out of an env that others share)
 #   ROOT/PAIR.log               the log of the last install / build step
 #   ROOT/PAIR.lock              flock: two shells setting up the same pair wait for each other
 #
@@ -214,7 +216,7 @@ PY="$VENV/bin/python"
 # running test session still has on its LD_LIBRARY_PATH. The least recently used ones beyond
 # the newest $SIM_KEEP are deleted.
 SIM_SRC="$REPO/test/simcann"
-SIM_BASE="$VENV/simcann"
+SIM_BASE="${PINPOOL_SIM_ROOT:-$VENV/simcann}"
 SIM_KEEP=6
 SIM_CROSS=()
 [[ "$ARCH" != aarch64 ]] || SIM_CROSS=(--cross "$AARCH64_TRIPLET-")

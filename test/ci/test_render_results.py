@@ -108,3 +108,37 @@ def test_committed_page_is_the_rendered_one():
     kept = render_results.render([REPO / "ci" / "results"])
     if not (REPO / "build" / "test-results").is_dir():
         assert page == kept, "docs/test-results.md is stale: run python ci/render_results.py"
+
+
+def _upstream(tmp_path: Path, *extra: str, on: str = "7/0/0", off: str = "6/0/1") -> dict:
+    out = tmp_path / "results" / "upstream"
+    cmd = [sys.executable, str(REPO / "ci/lib/upstream_record.py"), "--pair", "2.10"]
+    cmd += ["--torch", "2.10.0", "--torch-npu", "2.10.0.post7", "--file", "/tmp/x/test_npu.py"]
+    cmd += ["--on", on, "--off", off, "--commit", "0123abcdef01", "--out", str(out), *extra]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+    return {p.name: json.loads(p.read_text()) for p in out.glob("*.json")}
+
+
+def test_upstream_record_and_section(tmp_path):
+    """ci/upstream.sh's records (ci/lib/upstream_record.py) become the page's "Upstream tests"
+    section: one row per file / selection, counts on and off, the source, notes numbered."""
+    _upstream(tmp_path)
+    recs = _upstream(
+        tmp_path, "--select", "pinned_memory", "--source", "Ascend/pytorch cf904390",
+        "--note", "one skip: no CANN version", on="no result", off="5/2/0 (timed out)",
+    )
+    assert len(recs) == 2 and "upstream-2.10-test_npu.json" in recs
+    plain = recs["upstream-2.10-test_npu.json"]
+    assert plain["on"] == {"passed": 7, "failed": 0, "skipped": 0, "status": "PASS"}
+    assert plain["command"] == "bash ci/upstream.sh 2.10 test_npu.py"
+    page = render_results.render([tmp_path / "results"], pairs=["2.10"])
+    section = page.split("## Upstream tests", 1)[1].splitlines()
+    rows = [line for line in section if line.startswith("| 2.10")]
+    assert rows == [
+        "| 2.10 | 2.10.0.post7 | test_npu.py | - | all | 7/0/0 | 6/0/1 | 0123abcdef01 | "
+        + plain["date"] + " |",
+        "| 2.10 | 2.10.0.post7 | test_npu.py [2] | Ascend/pytorch cf904390 | `-k pinned_memory` | "
+        "no result | 5/2/0 (timed out) | 0123abcdef01 | " + plain["date"] + " |",
+    ]
+    assert "2. one skip: no CANN version" in section
+    assert "## Upstream tests" not in render_results.render([tmp_path / "none"], pairs=["2.10"])

@@ -277,6 +277,15 @@ void vmm_register_mapping(uintptr_t base, size_t size, bool device, int dev, uin
   reg.live[a.base] = a;
 }
 
+bool vmm_block_of(const void* p, uintptr_t* base, size_t* size, bool* listed) {
+  Allocation a;
+  if (!find_allocation(p, 1, &a)) return false;  // n = 1: the block itself, not its neighbours
+  *base = a.base;
+  *size = a.size;
+  *listed = a.kind != MemKind::kRegistered;
+  return true;
+}
+
 void vmm_unregister_mapping(uintptr_t base) {
   Registry& reg = registry();
   // Exclusive gate: no task is between its range check and its end (Note [Range checks]).

@@ -1,5 +1,7 @@
 """Virtual memory (src/vmm.cpp): aclrtReserveMemAddress / aclrtMallocPhysical / aclrtMapMem /
-aclrtUnmapMem / aclrtFreePhysical / aclrtReleaseMemAddress with CANN's rules (hicann/runtime
+aclrtUnmapMem / aclrtFreePhysical / aclrtReleaseMemAddress, aclrtMemMapNoAccess /
+aclrtMemSetAccess / aclrtMemGetAccess, aclrtMemRetainAllocationHandle and
+aclrtMemGetAddressRange with CANN's rules (hicann/runtime
 docs/zh/api_ref/11-04_virtual_memory_management.md, src/acl/aclrt_impl/memory.cpp), the bytes
 belonging to the physical handle, mapped memory read as pinned host memory by async copies and
 their range checks, and torch_npu's expandable pinned segments
@@ -26,6 +28,17 @@ aclrtMallocPhysical = _fn("aclrtMallocPhysical",
 aclrtFreePhysical = _fn("aclrtFreePhysical", args=[vp])
 aclrtMapMem = _fn("aclrtMapMem", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
 aclrtUnmapMem = _fn("aclrtUnmapMem", args=[vp])
+aclrtMemMapNoAccess = _fn("aclrtMemMapNoAccess", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
+class AccessDesc(ctypes.Structure):  # aclrtMemAccessDesc
+    _fields_ = [("flags", c_int), ("location", Loc), ("rsv", ctypes.c_uint8 * 12)]
+aclrtMemSetAccess = _fn("aclrtMemSetAccess", args=[vp, c_size, ctypes.POINTER(AccessDesc), c_size])
+aclrtMemGetAccess = _fn("aclrtMemGetAccess",
+                        args=[vp, ctypes.POINTER(Loc), ctypes.POINTER(ctypes.c_uint64)])
+aclrtMemRetainAllocationHandle = _fn("aclrtMemRetainAllocationHandle",
+                                     args=[vp, ctypes.POINTER(vp)])
+aclrtMemGetAddressRange = _fn("aclrtMemGetAddressRange",
+                              args=[vp, ctypes.POINTER(vp), ctypes.POINTER(c_size)])
+NONE, READ, READWRITE = 0, 1, 3
 HOST, DEVICE = 0, 1
 HBM_MEM_HUGE = 4
 SEG = 2 << 20
@@ -180,3 +193,168 @@ def test_torch_npu_expandable_pinned_segments(run_isolated):
         pytest.skip("this torch_npu does not use expandable pinned segments")
     assert r.result == {"pinned": True, "small": True, "big": True}
     assert "aclrtReserveMemAddress" in r.stderr and "VIOLATION" not in r.stderr
+
+
+def test_access_flags_and_map_no_access(run_isolated):
+    """aclrtMemMapNoAccess leaves the range inaccessible (not memory copies may use) until
+    aclrtMemSetAccess grants it; aclrtMemGetAccess reads the flag per location (aclrtMapMem:
+    READWRITE for the handle's own location); the rules and codes of vmm.cpp's header."""
+    o = run_isolated(
+        ACL
+        + VMM
+        + r"""
+r = {}
+va = reserve(4 * SEG)
+rc, h = physical(SEG)
+rc2, h2 = physical(SEG)
+def get_access(p, where=HOST, dev=0):
+    f = ctypes.c_uint64(99)
+    rc = aclrtMemGetAccess(vp(p), byref(Loc(dev, where)), byref(f))
+    return rc, f.value
+def set_access(p, n, *descs):
+    arr = (AccessDesc * max(len(descs), 1))(*[AccessDesc(f, Loc(i, t)) for f, t, i in descs])
+    return aclrtMemSetAccess(vp(p), n, arr, len(descs))
+r["map"] = aclrtMapMem(vp(va), SEG, 0, h, 0)
+r["get_own_host"] = get_access(va)
+r["get_device"] = get_access(va, DEVICE, 0)
+r["noaccess_flags"] = aclrtMemMapNoAccess(vp(va + SEG), SEG, 0, h2, 1)
+r["noaccess_size"] = aclrtMemMapNoAccess(vp(va + SEG), 2 * SEG, 0, h2, 0)
+r["noaccess"] = aclrtMemMapNoAccess(vp(va + SEG), SEG, 0, h2, 0)
+r["noaccess_get"] = get_access(va + SEG)
+s = new_stream()
+d = malloc_dev(64)
+# Not accessible: not (yet) a block the runtime knows as memory.
+r["noaccess_is_pinned"] = aclrtMemGetAddressRange(vp(va + SEG), byref(vp()), byref(c_size())) == 0
+r["set_null_desc"] = aclrtMemSetAccess(vp(va + SEG), SEG, None, 1)
+r["set_count0"] = set_access(va + SEG, SEG)
+r["set_bad_flag"] = set_access(va + SEG, SEG, (2, HOST, 0))
+r["set_bad_location"] = set_access(va + SEG, SEG, (READWRITE, 2, 0))
+r["set_not_start"] = set_access(va + SEG + 4096, SEG, (READWRITE, HOST, 0))
+r["set_size"] = set_access(va + SEG, 2 * SEG, (READWRITE, HOST, 0))
+r["set_read"] = set_access(va + SEG, SEG, (READ, HOST, 0), (READWRITE, DEVICE, 0))
+r["get_after_set"] = [get_access(va + SEG), get_access(va + SEG, DEVICE, 0),
+                      get_access(va + SEG, DEVICE, 1)]
+put(va + SEG, b"granted")
+r["readable"] = get(va + SEG, 7).decode()
+r["copy"] = aclrtMemcpyAsync(d, 64, vp(va + SEG), 7, H2D, s)
+assert aclrtSynchronizeStream(s) == 0
+r["on_device"] = read_dev(d, 7).decode()
+r["get_null"] = aclrtMemGetAccess(vp(va), None, byref(ctypes.c_uint64()))
+r["get_bad_location"] = get_access(va, 3)[0]
+r["get_not_mapped"] = get_access(va + 2 * SEG)[0]
+r["revoke"] = set_access(va + SEG, SEG, (NONE, HOST, 0), (NONE, DEVICE, 0))
+r["revoked_range"] = aclrtMemGetAddressRange(vp(va + SEG), byref(vp()), byref(c_size()))
+r["unmap_noaccess"] = aclrtUnmapMem(vp(va + SEG))
+r["unmap"] = aclrtUnmapMem(vp(va))
+r["free"] = [aclrtFreePhysical(h), aclrtFreePhysical(h2)]
+r["release"] = aclrtReleaseMemAddress(vp(va))
+result = r
+"""
+    ).result
+    assert o == {
+        "map": 0,
+        "get_own_host": [0, 3],
+        "get_device": [0, 0],
+        "noaccess_flags": 100000,
+        "noaccess_size": 107000,
+        "noaccess": 0,
+        "noaccess_get": [0, 0],
+        "noaccess_is_pinned": False,
+        "set_null_desc": 107000,
+        "set_count0": 107000,
+        "set_bad_flag": 107000,
+        "set_bad_location": 107000,
+        "set_not_start": 107000,
+        "set_size": 107000,
+        "set_read": 0,
+        "get_after_set": [[0, 1], [0, 3], [0, 0]],
+        "readable": "granted",
+        "copy": 0,
+        "on_device": "granted",
+        "get_null": 100000,
+        "get_bad_location": 107000,
+        "get_not_mapped": 107000,
+        "revoke": 0,
+        "revoked_range": 107000,
+        "unmap_noaccess": 0,
+        "unmap": 0,
+        "free": [0, 0],
+        "release": 0,
+    }
+
+
+def test_retain_handle_and_address_range(run_isolated):
+    """aclrtMemRetainAllocationHandle returns the mapped handle and owes one more
+    aclrtFreePhysical (the bytes stay counted until every reference is freed and the range is
+    unmapped); aclrtMemGetAddressRange answers for aclrtMalloc, aclrtMallocHost and mapped
+    blocks (the mapping, not the reservation) and refuses other addresses."""
+    o = run_isolated(
+        ACL
+        + VMM
+        + r"""
+r = {}
+base_host = simcann_host_bytes_live()
+va = reserve(4 * SEG)
+rc, h = physical(SEG)
+assert aclrtMapMem(vp(va + SEG), SEG, 0, h, 0) == 0
+got = vp()
+r["retain_null"] = aclrtMemRetainAllocationHandle(vp(va + SEG), None)
+r["retain_not_start"] = aclrtMemRetainAllocationHandle(vp(va + SEG + 64), byref(got))
+r["retain_unmapped"] = aclrtMemRetainAllocationHandle(vp(va), byref(got))
+r["retain"] = aclrtMemRetainAllocationHandle(vp(va + SEG), byref(got))
+r["same_handle"] = got.value == h.value
+r["free_1"] = aclrtFreePhysical(h)
+r["unmap"] = aclrtUnmapMem(vp(va + SEG))
+r["counted_after_unmap"] = simcann_host_bytes_live() - base_host
+r["remap_retained"] = aclrtMapMem(vp(va), SEG, 0, h, 0)
+def rng(p, both=True):
+    b, n = vp(), c_size()
+    rc = aclrtMemGetAddressRange(vp(p), byref(b), byref(n)) if both else \
+        aclrtMemGetAddressRange(vp(p), None, byref(n))
+    return [rc, (b.value or 0) - p if both else None, n.value]
+r["range_mapped"] = rng(va + 100)
+r["range_size_only"] = rng(va + 100, both=False)
+r["range_reserved_only"] = rng(va + 2 * SEG)[0]
+d = malloc_dev(1000)
+r["range_device"] = rng(d.value + 10)
+hp = malloc_host(5000)
+r["range_host"] = rng(hp.value + 4999)
+r["range_null"] = aclrtMemGetAddressRange(None, byref(vp()), byref(c_size()))
+r["range_no_outputs"] = aclrtMemGetAddressRange(vp(va), None, None)
+buf = ctypes.create_string_buffer(64)
+r["range_pageable"] = rng(ctypes.addressof(buf))[0]
+r["unmap2"] = aclrtUnmapMem(vp(va))
+assert aclrtFreeHost(hp) == 0
+r["free_2"] = aclrtFreePhysical(h)
+r["released"] = simcann_host_bytes_live() - base_host
+r["free_3"] = aclrtFreePhysical(h)
+r["release"] = aclrtReleaseMemAddress(vp(va))
+result = r
+"""
+    ).result
+    assert o["range_device"][2] >= 1000 and o["range_host"][2] >= 5000
+    o["range_device"][2] = o["range_host"][2] = "size"
+    assert o == {
+        "retain_null": 100000,
+        "retain_not_start": 107000,
+        "retain_unmapped": 107000,
+        "retain": 0,
+        "same_handle": True,
+        "free_1": 0,
+        "unmap": 0,
+        "counted_after_unmap": 2 << 20,
+        "remap_retained": 0,
+        "range_mapped": [0, -100, 2 << 20],
+        "range_size_only": [0, None, 2 << 20],
+        "range_reserved_only": 107000,
+        "range_device": [0, -10, "size"],
+        "range_host": [0, -4999, "size"],
+        "range_null": 100000,
+        "range_no_outputs": 107000,
+        "range_pageable": 107000,
+        "unmap2": 0,
+        "free_2": 0,
+        "released": 0,
+        "free_3": 107000,
+        "release": 0,
+    }

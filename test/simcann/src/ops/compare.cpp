@@ -1,13 +1,14 @@
 // Comparison ops of the simulated device: aclnnIsClose, aclnnIsFinite, aclnnEq / Ne / Lt / Le /
-// Gt / Ge Tensor and Scalar (and their Inplace forms), aclnnEqual, aclnnAbs, bitwise and / or,
-// masked fill, masked select.
+// Gt / Ge Tensor and Scalar (and their Inplace forms), aclnnEqual, aclnnAbs, aclnnCeil,
+// aclnnSqrt / aclnnInplaceSqrt, bitwise and / or, masked fill, masked select.
 // They are what torch.allclose / torch.isclose, torch.testing.assert_close, torch.equal, ==, !=
 // and abs() reach on torch_npu (SIMCANN_TRACE=1 on torch_npu 2.14; op-plugin
 // op_plugin/config/op_plugin_functions.yaml `exec: aclnnIsClose` / `aclnnIsFinite` / `aclnnAbs`,
 // EqKernelNpuOpApi.cpp, NeKernelNpuOpApi.cpp, EqualKernelNpuOpApi.cpp).
 //
 // Semantics and argument checks follow CANN's op sources (hicann/ops-math, op_api/aclnn_*.cpp
-// and docs/aclnn*.md of math/is_close, is_finite, equal, not_equal, tensor_equal, abs); each rule
+// and docs/aclnn*.md of math/is_close, is_finite, equal, not_equal, tensor_equal, abs, sqrt;
+// torch.sqrt: op-plugin `exec: aclnnSqrt`, TorchAir's smoke test aclgraph_test.py); each rule
 // cites its file. Kernels read their inputs when they run (eagerly on the stream worker, or at
 // every replay of a captured graph) and walk strided, broadcast views.
 #include <cmath>
@@ -285,7 +286,20 @@ aclnnStatus isclose(const char* op, const aclTensor* self, const aclTensor* othe
 
 // ---- isfinite / abs (unary) ------------------------------------------------------------------
 
-enum class Unary { kIsFinite, kAbs, kCeil };
+enum class Unary { kIsFinite, kAbs, kCeil, kSqrt };
+
+// Sqrt of one element as math/sqrt/op_api/aclnn_sqrt.cpp computes it: integral and bool inputs
+// are cast first (DTYPE_CAST_LIST) to float32, int64 to double ("cast算子INT64转float会出错，故转
+// double"); 16-bit floats are computed in float32 (docs/aclnnSqrt&aclnnInplaceSqrt.md: "对于16位的
+// 数据类型将其通过Cast接口转换为32位浮点数进行计算"), double in double; negative -> NaN. The
+// caller's store rounds the result to out's dtype (the source's final Cast).
+double sqrt_element(aclDataType dtype, const void* p) {
+  if (dtype == ACL_DOUBLE) return std::sqrt(load_double(dtype, p));
+  if (dtype == ACL_INT64) return std::sqrt(static_cast<double>(load_int64(dtype, p)));
+  const float x = dtype_is_floating(dtype) ? static_cast<float>(load_double(dtype, p))
+                                           : static_cast<float>(load_int64(dtype, p));
+  return static_cast<double>(std::sqrt(x));
+}
 
 // IsFinite: out[i] = self[i] is not +-inf or NaN; integral and bool inputs are all finite
 // (math/is_finite op_api/aclnn_is_finite.cpp fills `true` for non-floating types).
@@ -304,6 +318,8 @@ class UnaryKernel : public Kernel {
     for (size_t i = 0; i < po.size(); ++i) {
       if (kind_ == Unary::kIsFinite) {
         store_int64(out_.dtype, po[i], !floating || std::isfinite(load_double(self_.dtype, ps[i])));
+      } else if (kind_ == Unary::kSqrt) {
+        store_double(out_.dtype, po[i], sqrt_element(self_.dtype, ps[i]));
       } else if (floating) {
         const double x = load_double(self_.dtype, ps[i]);
         store_double(out_.dtype, po[i], kind_ == Unary::kCeil ? std::ceil(x) : std::fabs(x));
@@ -341,6 +357,14 @@ aclnnStatus unary(const char* op, Unary kind, const aclTensor* self, const aclTe
   if (kind == Unary::kIsFinite) SIMCANN_CHECK(check_out_bool(op, o));
   // docs/aclnnAbs.md: out has self's dtype family; a bool input has no absolute value to
   // compute but is accepted (the value itself).
+  // aclnn_sqrt.cpp CheckDtypeValid: self of DTYPE_SUPPORT_910B_LIST (every type these ops model),
+  // and the compute type (float32 for integral / bool self, else self's) must cast to out
+  // (OP_CHECK_RESULT_DTYPE_CAST_FAILED: a floating result does not cast to an integral out).
+  // CheckInplaceDtypeValid: selfRef of ASCEND910B_DTYPE_OUT_LIST (floating types only).
+  if (kind == Unary::kSqrt && !dtype_is_floating(o.dtype)) {
+    return invalid(op, self == out ? "selfRef must be a floating type"
+                                   : "out must be a floating type (the result is)");
+  }
   return finish_op(op, std::make_shared<UnaryKernel>(kind, o, s), ws, ex);
 }
 
@@ -608,6 +632,19 @@ aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws, a
   return so::unary("aclnnInplaceCeil", so::Unary::kCeil, selfRef, selfRef, ws, ex);
 }
 SIMCANN_ACLNN_LAUNCH(aclnnInplaceCeil)
+
+// docs/aclnnSqrt&aclnnInplaceSqrt.md: aclnnSqrtGetWorkspaceSize(self, out, ...),
+// aclnnInplaceSqrtGetWorkspaceSize(selfRef, ...).
+aclnnStatus aclnnSqrtGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
+                                      aclOpExecutor** ex) {
+  return so::unary("aclnnSqrt", so::Unary::kSqrt, self, out, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnSqrt)
+
+aclnnStatus aclnnInplaceSqrtGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws, aclOpExecutor** ex) {
+  return so::unary("aclnnInplaceSqrt", so::Unary::kSqrt, selfRef, selfRef, ws, ex);
+}
+SIMCANN_ACLNN_LAUNCH(aclnnInplaceSqrt)
 
 // docs/aclnnAbs.md: (self, out, ...).
 aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,

@@ -6,8 +6,8 @@
 // Which ones torch_npu calls (SIMCANN_TRACE=1 with torch.npu.make_graphed_callables on a 2-layer
 // MLP, torch_npu 2.10 and 2.13; op-plugin op_plugin/ops/opapi/*KernelNpuOpApi.cpp):
 //   torch.randn / normal_         -> aclnnInplaceNormal(selfRef, mean, std, seed, offset)
-//   Linear forward / backward     -> aclnnMatmul / aclnnMm / aclnnAddmm (cubeMathType ignored:
-//                                    float32 is computed in float here)
+//   Linear forward / backward     -> aclnnMatmul (matmul_nd.cpp) / aclnnMm / aclnnAddmm
+//                                    (cubeMathType ignored: float32 is computed in float here)
 //   relu / relu_                  -> aclnnRelu / aclnnInplaceRelu
 //   relu backward                 -> aclnnThresholdBackward(gradOutput, self, threshold, gradInput)
 //   sum(dim) (bias gradient)      -> aclnnReduceSum(self, dim, keepDim, dtype, out) (reduce.cpp)
@@ -421,14 +421,7 @@ aclnnStatus aclnnMmGetWorkspaceSize(const aclTensor* self, const aclTensor* mat2
 }
 SIMCANN_ACLNN_LAUNCH(aclnnMm)
 
-// CANN aclnn_matmul.h: (self, other, out, int8_t cubeMathType, ...); 2-D operands only here.
-aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                        aclTensor* out, int8_t cubeMathType, uint64_t* ws,
-                                        aclOpExecutor** ex) {
-  (void)cubeMathType;
-  return so::matmul2d("aclnnMatmul", nullptr, self, other, 0.0, 1.0, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnMatmul)
+// aclnnMatmul (N-D, broadcast batch, 16-bit types too): matmul_nd.cpp.
 
 // CANN aclnn_addmm.h: (self, mat1, mat2, beta, alpha, out, int8_t cubeMathType, ...):
 // out = beta * self + alpha * (mat1 @ mat2).

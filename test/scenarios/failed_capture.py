@@ -2,7 +2,7 @@
 graph ended and the same pool handle captured into again. Owns the failed-capture shapes of
 test/pinpool/test_field_shapes.py.
 
-FAIL_HOW picks the failure, all user errors a real NPU refuses the same way:
+FAIL_HOW picks the failure (user errors the runtime refuses):
   device_sync  torch.npu.synchronize() inside the capture (107027; the capture goes on, so
                capture_end succeeds and the ``with`` block raises the sync's error)
   stream_sync  the capturing stream's synchronize() inside the capture (107027, likewise)
@@ -19,10 +19,10 @@ Reports (``available``: False when torch has no torch.accelerator.Graph, and not
 plugin-independent figures (torch.npu.host_memory_stats(), bytes replayed):
 ``error`` (the failure, shortened), ``first`` (the failed graph's replay: values or error),
 ``held_after`` (pinned bytes held above the baseline once the failed graph is gone and
-host_empty_cache() ran), ``second`` / ``second_error`` (a capture into the same pool handle
-afterwards, replayed after other pinned tensors were written), ``held_end`` (above the baseline
-once everything is gone), ``pools`` (the plugin's graph pools left; 0 with it off) and the audit
-report's entries (TORCH_NPU_PINPOOL_REPORT set).
+host_empty_cache() ran), ``second`` / ``second_error`` (a later capture into the same pool
+handle, or a pool of its own with FAIL_POOL=none, replayed after other pinned tensors were
+written), ``held_end`` (above the baseline once everything is gone), ``pools`` (the plugin's
+graph pools left; 0 with it off) and the audit report's entries (TORCH_NPU_PINPOOL_REPORT set).
 """
 
 from __future__ import annotations

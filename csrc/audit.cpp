@@ -99,6 +99,7 @@ constexpr const char* kPinnedInCapture = "pinned inside the capture";
 constexpr const char* kPinnedBeforeFreedInCapture = "pinned before the capture, freed inside it";
 constexpr const char* kPinnedBeforeFreedAfter = "pinned before the capture, freed after it";
 constexpr const char* kCaptureBlock = "a capture-time block a stream used";
+constexpr const char* kFailedCapturePool = "the pool of a capture whose capture_end failed";
 constexpr const char* kReleasedPool = "a pool id whose graphs were all released";
 constexpr const char* kPageableCopy = "a pageable CPU tensor in a captured copy";
 constexpr const char* kCopyRace = "an H2D copy";
@@ -131,6 +132,7 @@ struct BlockFacts {
   uint32_t device_writes{0};  // queued copies / replays that write it and have not finished
   uint64_t write_epoch{0};    // device writes ever enqueued into it
   bool stream_used{false};    // a pool block a stream used since it was last free
+  const void* pool{nullptr};  // its graph pool, once a captured copy used it
 };
 
 struct HostRange {
@@ -144,6 +146,7 @@ struct GraphFacts {
   std::vector<HostRange> reads;  // H2D sources
   std::vector<void*> writes;     // blocks it writes (D2H, or a use of unknown direction)
   uint64_t unknown_reads{0};     // H2D sources whose bytes are unknown (not contiguous)
+  std::vector<const void*> pools;  // graph pools of the pool blocks its captured copies used
 };
 
 struct Tally {
@@ -175,6 +178,9 @@ struct Audit::State {
   // ids of such pools (torch_npu >= 2.11 would still list them).
   ska::flat_hash_set<const void*> pools_with_used_blocks;
   std::vector<MempoolId> released_pools;
+  // Note [Failed captures]: pools of failed captures (until released) and their ids (for good).
+  ska::flat_hash_set<const void*> failed_pools;
+  std::vector<MempoolId> failed_ids;
   Tally tallies[kHazardKinds];
   CheckCounts counts;
 };
@@ -198,13 +204,17 @@ void Audit::enable(std::vector<std::string> library_dirs, std::string cwd) {
 Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
 
 void Audit::add(Hazard kind, const char* shape, uint64_t bytes,
-                std::initializer_list<SiteId> sites) {
+                std::initializer_list<SiteId> sites, uint64_t count) {
   Tally& tally = state_->tallies[static_cast<int>(kind)];
-  tally.count += 1;
+  tally.count += count;
   tally.bytes += bytes;
-  tally.shapes[shape] += 1;
+  tally.shapes[shape] += count;
+  add_sites(kind, sites);
+}
+
+void Audit::add_sites(Hazard kind, const std::vector<SiteId>& sites) {
+  auto& list = state_->tallies[static_cast<int>(kind)].sites;
   for (SiteId site : sites) {
-    auto& list = tally.sites;
     if (site != kNoSite && list.size() < kMaxSites &&
         std::find(list.begin(), list.end(), site) == list.end()) {
       list.push_back(site);
@@ -300,11 +310,16 @@ void Audit::note_captured_use(void* block, size_t block_size, const void* pool, 
                               c10::DeviceIndex device) {
   const CopyScope::HostSide side = copy_in(block, block_size);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pool != nullptr) {
-    state_->blocks[block].stream_used = true;
-    state_->pools_with_used_blocks.insert(pool);
-  }
   GraphFacts& facts = state_->graphs[graph];
+  if (pool != nullptr) {
+    BlockFacts& used = state_->blocks[block];
+    used.stream_used = true;
+    used.pool = pool;
+    state_->pools_with_used_blocks.insert(pool);
+    if (std::find(facts.pools.begin(), facts.pools.end(), pool) == facts.pools.end()) {
+      facts.pools.push_back(pool);
+    }
+  }
   facts.device = device;
   if (side.ptr != nullptr && side.to_device) {
     if (side.len == 0) {
@@ -336,8 +351,56 @@ void Audit::note_pool_block_settled(void* block, size_t block_size) {
   BlockFacts& facts = state_->blocks[block];
   if (facts.stream_used) {
     facts.stream_used = false;
-    add(Hazard::kLeakedByNative, kCaptureBlock, block_size, {facts.alloc_site});
+    if (state_->failed_pools.count(facts.pool) == 0) {  // else: counted with its failed capture
+      add(Hazard::kLeakedByNative, kCaptureBlock, block_size, {facts.alloc_site});
+    }
   }
+}
+
+// Note [Failed captures]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu >= 2.11 hands a capture's pool to ATen's host private pools at capture_begin
+// (begin_allocate_to_pool: the pool id's use count goes up) and gives the use back only in
+// NPUGraph::reset after a *successful* capture_end. So when capture_end fails (the runtime
+// refused the model: a stream never joined back, an invalidated capture), reset and the graph's
+// death release nothing: the pool id stays listed with a use for good, and every block in it -
+// used by a stream or not, pinned by the failed capture or by a later capture into the same id -
+// stays pinned until the process exits; a later capture into that id works (measured on 2.14:
+// docs/problem.md, "A capture that fails"). The plugin lets the failed graph go and gives the
+// pool back. Counted when the plugin lets the graph go (the NPUGraph.capture_end hook): the
+// blocks and bytes the pool held then, once; a block of that pool a stream used is not counted
+// again when it settles, and the pool's release is no released_pool_recapture (natively it is
+// never released, so a capture into its id works), nor is any later release of that id.
+// The pool is known to the audit as the graph pool of the pool blocks the failed graph's
+// copies used; if they lie in several pools (a block pinned in another graph's capture), none
+// is taken as the failed one, and a stream-used block of it may be counted again when it
+// settles. A capture that raised inside `with torch.npu.graph` but whose capture_end succeeded
+// (e.g. an illegal synchronize, refused with 107027 while the capture goes on) is an ordinary
+// capture: its blocks are the other shapes'.
+void Audit::note_capture_failed(uint64_t graph, MempoolId id, uint64_t blocks, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& state = *state_;
+  std::vector<SiteId> sites;
+  auto it = state.graphs.find(graph);
+  if (it != state.graphs.end() && it->second.pools.size() == 1) {
+    state.failed_pools.insert(it->second.pools.front());
+  }
+  for (auto& [block, facts] : state.blocks) {
+    if (facts.pool != nullptr && state.failed_pools.count(facts.pool) != 0) {
+      facts.stream_used = false;  // counted below, with its pool
+      sites.push_back(facts.alloc_site);
+    }
+  }
+  if (id != MempoolId{0, 0} &&
+      std::find(state.failed_ids.begin(), state.failed_ids.end(), id) == state.failed_ids.end()) {
+    state.failed_ids.push_back(id);
+  }
+  if (blocks == 0) {
+    return;
+  }
+  add(Hazard::kLeakedByNative, kFailedCapturePool, bytes, {}, blocks);
+  std::sort(sites.begin(), sites.end());
+  add_sites(Hazard::kLeakedByNative, sites);
 }
 
 // Note [Released pools]
@@ -353,8 +416,17 @@ void Audit::note_pool_block_settled(void* block, size_t block_size) {
 // not reported). A released id is forgotten once captured into again: a new pool.
 void Audit::note_pool_released(MempoolId id, const void* pool) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (state_->pools_with_used_blocks.erase(pool) > 0 && id != MempoolId{0, 0}) {
-    state_->released_pools.push_back(id);
+  State& state = *state_;
+  for (auto& [block, facts] : state.blocks) {
+    if (facts.pool == pool) {
+      facts.pool = nullptr;  // the pool goes; its address may be a new pool's next
+    }
+  }
+  const bool failed = state.failed_pools.erase(pool) > 0 ||
+                      std::find(state.failed_ids.begin(), state.failed_ids.end(), id) !=
+                          state.failed_ids.end();  // Note [Failed captures]: never released
+  if (state.pools_with_used_blocks.erase(pool) > 0 && id != MempoolId{0, 0} && !failed) {
+    state.released_pools.push_back(id);
   }
 }
 

@@ -132,6 +132,9 @@ class Audit {
                              bool graph_capturing);
   // A pool block became reusable after its graphs died (leaked_by_native).
   void note_pool_block_settled(void* block, size_t block_size);
+  // The capture of `graph` into pool `id` failed at capture_end and the graph is let go; the
+  // pool held `blocks` blocks, `bytes` bytes then (leaked_by_native: Note [Failed captures]).
+  void note_capture_failed(uint64_t graph, MempoolId id, uint64_t blocks, uint64_t bytes);
   // released_pool_recapture (Note [Released pools]).
   void note_pool_released(MempoolId id, const void* pool);
   void note_capture_into(MempoolId id, SiteId site);
@@ -161,7 +164,9 @@ class Audit {
  private:
   Audit(std::vector<std::string> library_dirs, std::string cwd);
   static Sites* make_sites(std::vector<std::string> library_dirs, std::string cwd);
-  void add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites);
+  void add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites,
+           uint64_t count = 1);
+  void add_sites(Hazard kind, const std::vector<SiteId>& sites);
   std::vector<std::string> site_names(const std::vector<SiteId>& ids);
 
   // Leaked with the audit (host functions may run while the process exits).

@@ -86,6 +86,17 @@ NATIVE: tuple[Native, ...] = (
         "the block is never given back, even once every graph of its pool is gone",
     ),
     Native(
+        "leaked_by_native",
+        "the pool of a capture whose capture_end failed",
+        (2, 11),
+        (2, 14),
+        "docs/problem.md, A capture that fails (2.14: a failed capture's 4 + 8 KiB stayed held, "
+        "and a later capture's 4 KiB into the same pool id too; 2.10 keeps nothing; 2.11-2.13 "
+        "not measured)",
+        "NPUGraph.reset gives a pool back only after a successful capture_end, so the pool id "
+        "stays in use for good: every block in it stays pinned until the process exits",
+    ),
+    Native(
         "released_pool_recapture",
         "a pool id whose graphs were all released",
         (2, 11),
@@ -257,10 +268,11 @@ KIND_TEXT: dict[str, Kind] = {
     "leaked_by_native": Kind(
         "pinned block",
         "pinned blocks",
-        "a block pinned during a capture and used by a stream outlived its graphs; the "
-        "plugin gave it back",
+        "a block pinned during a capture (used by a stream, or held by the pool of a capture "
+        "whose capture_end failed) outlived its graphs; the plugin gave it back",
         "pin the buffers a capture needs before the capture and reuse them across captures, "
-        "instead of pinning inside the capture",
+        "instead of pinning inside the capture; and fix what makes a capture_end fail (e.g. "
+        "join every side stream back before the capture ends)",
     ),
     "released_pool_recapture": Kind(
         "capture",

@@ -56,3 +56,7 @@ def simulator_api() -> bool:
 # The simulated runtime's device count: configuration, not state (a real NPU host has the
 # devices it has, and ignores the variable), so tests may pass it without the simulator marker.
 TWO_DEVICES = {"SIMCANN_DEVICE_COUNT": "2"}
+
+# The CANN version the simulated runtime reports (torch_npu's pinned_mem_register needs >= 8.5):
+# configuration, not state (a real NPU host has the CANN it has and ignores the variable).
+CANN_8_5 = {"SIMCANN_CANN_VERSION": "8.5.0"}

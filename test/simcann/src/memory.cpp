@@ -484,6 +484,41 @@ ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void* ptr) {
   return ACL_SUCCESS;
 }
 
+// The device address of registered host memory (vllm-ascend's UVA path reads pinned tensors
+// through it from kernels). Source: cann/runtime docs/api_docs/aclrtHostGetDevicePointer.md
+// (9.0.0; CANN 8.5 API reference aclcppdevg_03_2129): pHost is "the host memory address
+// registered and mapped through aclrtHostRegister / aclrtHostRegisterV2", pDevice the device
+// address it is mapped to, flag reserved and fixed at 0; the mapped address "cannot be used for
+// memory operations, e.g. memory copies". What the docs leave open, modelled strictly and said
+// here: pHost must be the address a registration began at (an interior pointer or memory that
+// is pinned but not registered: 507911, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED); flag != 0 or a
+// null argument: 100000. One address space: the device address is the host address (as
+// aclrtHostRegister's devPtr above), so a kernel reading it reads the host bytes as they are
+// when it runs. The copy restriction is not checked.
+ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void* pHost, void** pDevice,
+                                                       uint32_t flag) {
+  SIMCANN_API();
+  if (pHost == nullptr || pDevice == nullptr || flag != 0) {
+    set_error("simcann: aclrtHostGetDevicePointer(%p, %p, %u): null argument or flag != 0 "
+              "(reserved, fixed at 0)",
+              pHost, static_cast<void*>(pDevice), flag);
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Registry& reg = registry();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  auto it = reg.live.find(reinterpret_cast<uintptr_t>(pHost));
+  if (it == reg.live.end() ||
+      !(it->second.kind == MemKind::kRegistered ||
+        (it->second.kind == MemKind::kPinned && it->second.registered))) {
+    set_error("simcann: aclrtHostGetDevicePointer(%p): not the start of a registered range "
+              "(aclrtHostRegister / aclrtHostRegisterV2)",
+              pHost);
+    return kNotRegistered;
+  }
+  *pDevice = pHost;
+  return ACL_SUCCESS;
+}
+
 // Source: hicann/runtime docs/zh/api_ref/11-05_unified_addressing.md (aclrtPointerGetAttributes:
 // HOST for memory from aclrtMallocHost / registered, DEVICE for device memory, UNREGISTERED for
 // other host memory). Interior pointers answer like their allocation.

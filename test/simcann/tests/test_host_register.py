@@ -207,3 +207,45 @@ torch_npu.npu.host_empty_cache()
         assert "aclrtHostUnregister" in r.stderr
     else:
         assert refused and not registered
+
+
+def test_host_get_device_pointer(run_isolated):
+    """aclrtHostGetDevicePointer (cann/runtime docs/api_docs/aclrtHostGetDevicePointer.md): the
+    device address of memory registered with aclrtHostRegister(V2) - pinned or malloc'ed - at
+    the address its registration began; flag is reserved (0). Not registered (pinned only,
+    unregistered again, an interior pointer): 507911."""
+    o = run_isolated(
+        ACL
+        + REGISTER
+        + r"""
+get = _fn("aclrtHostGetDevicePointer", args=[vp, ctypes.POINTER(vp), ctypes.c_uint32])
+def device_pointer(p, flag=0):
+    d = vp()
+    rc = get(p, byref(d), flag)
+    return [rc, d.value == (p.value if isinstance(p, vp) else p)]
+h = malloc_host(8192)
+out = {"pinned_only": device_pointer(h)[0]}
+assert aclrtHostRegisterV2(h, 8192, MAPPED | PINNED) == 0
+out["pinned_registered"] = device_pointer(h)
+out["interior"] = device_pointer(vp(h.value + 4096))[0]
+out["flag"] = device_pointer(h, flag=1)[0]
+out["null_out"] = get(h, None, 0)
+assert aclrtHostUnregister(h) == 0
+out["unregistered"] = device_pointer(h)[0]
+p = page_buffer(4096)
+assert aclrtHostRegisterV2(vp(p), 4096, MAPPED) == 0
+out["malloc_registered"] = device_pointer(vp(p))
+assert aclrtHostUnregister(vp(p)) == 0
+assert aclrtFreeHost(h) == 0
+result = out
+"""
+    ).result
+    assert o == {
+        "pinned_only": 507911,  # ACL_ERROR_HOST_MEMORY_NOT_REGISTERED
+        "pinned_registered": [0, True],  # one address space: the device address is the host's
+        "interior": 507911,
+        "flag": 100000,
+        "null_out": 100000,
+        "unregistered": 507911,
+        "malloc_registered": [0, True],
+    }

@@ -1,0 +1,53 @@
+"""Worker processes that only ``import torch_npu`` (vLLM's one process per NPU), started by
+``subprocess`` and by multiprocessing's ``spawn``: does torch's backend autoload activate the
+plugin in each (issue #35)? This parent imports neither torch nor the plugin before the workers
+ran, so nothing it imported can leak into them.
+
+Env: TORCH_DEVICE_BACKEND_AUTOLOAD as the user sets it (the tests pass 1 and 0). Reports per
+start method what test/scenarios/autoload_worker.py's ``work()`` returned.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def by_subprocess() -> dict:
+    worker = os.path.join(HERE, "autoload_worker.py")
+    proc = subprocess.run(
+        [sys.executable, worker], capture_output=True, text=True, timeout=240, check=False
+    )
+    for line in proc.stdout.splitlines():
+        if line.startswith("PINPOOL_WORKER:"):
+            return json.loads(line[len("PINPOOL_WORKER:") :])
+    return {"error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
+
+
+def by_spawn() -> dict:
+    sys.path.insert(0, HERE)
+    from autoload_worker import work
+
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=work, args=(queue,))
+    child.start()
+    try:
+        return queue.get(timeout=240)
+    except Exception as e:  # the child died before it reported
+        return {"error": f"{type(e).__name__}: exit {child.exitcode}"}
+    finally:
+        child.join(timeout=60)
+
+
+if __name__ == "__main__":
+    out = {"subprocess": by_subprocess(), "spawn": by_spawn()}
+    sys.path.insert(0, HERE)
+    from scenario import report  # imports torch, torch_npu and the plugin: after the workers
+
+    report(out)

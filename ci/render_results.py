@@ -131,9 +131,15 @@ def sources(summaries: list[dict[str, object]]) -> list[str]:
     return ["", "Recorded by hand (not written by `ci/test.sh`):", ""] + [f"- {n}" for n in notes]
 
 
-def render(dirs: list[Path], pairs: list[str] | None = None) -> str:
+def render(
+    dirs: list[Path], pairs: list[str] | None = None, builds: list[str] | None = None
+) -> str:
+    """The page; ``pairs`` / ``builds`` default to ci/lib/pairs.sh's (builds: none when only
+    ``pairs`` is given)."""
     summaries = load(dirs)
-    body = rows(summaries, all_pairs() if pairs is None else pairs, npu_builds())
+    if builds is None:
+        builds = npu_builds() if pairs is None else []
+    body = rows(summaries, all_pairs() if pairs is None else pairs, builds)
     return HEADER + "\n".join(body + sources(summaries)) + "\n"
 
 

@@ -325,6 +325,32 @@ done
 
 sanitize_ci_leg "$@"
 
+# --- the next torch, compile only (issue #35) ------------------------------------------------
+# Every csrc/ unit against PINPOOL_NEXT_TORCH's headers and the newest torch_npu's, when the
+# header cache exists (ci/lib/compile_check.sh; `... fetch VERSION` makes it). Not in a
+# sanitizer-only run or on aarch64.
+if [[ -n "${PINPOOL_NEXT_TORCH:-}" && "$ARCH" == x86_64 && -z "${PINPOOL_SANITIZE:-}" ]]; then
+    label="torch $PINPOOL_NEXT_TORCH headers"
+    if ! bash ci/lib/compile_check.sh cached "$PINPOOL_NEXT_TORCH"; then
+        summary+=("$(printf '%-8s %-6s %5s   %s' "$label" "not run" - \
+            "no header cache; make it: bash ci/lib/compile_check.sh fetch $PINPOOL_NEXT_TORCH")")
+    else
+        banner "compile check: torch $PINPOOL_NEXT_TORCH headers"
+        t0=$SECONDS
+        out="$(mktemp)"
+        bash ci/lib/compile_check.sh check "$PINPOOL_NEXT_TORCH" 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        detail="$(grep -E '^  (compiled|PASS|FAILED|stopped)' "$out" | sed 's/^ *//' | cut -c1-120 | paste -sd';' -)"
+        rm -f "$out"
+        if [[ $rc == 0 ]]; then
+            summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "$detail")")
+        else
+            summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
+            red=1
+        fi
+    fi
+fi
+
 banner "summary"
 printf '%-8s %-6s %6s  %s\n' pair result time detail
 printf '%s\n' "${summary[@]}"

@@ -26,6 +26,12 @@ PINPOOL_REGISTER_PAIR="2.14"
 # newest release (PyPI's aarch64 torch 2.14 is a CUDA 13 build: qemu-user >= 10 and the
 # cross-built ci/lib/cudafix, docs/testing.md "The aarch64 leg").
 PINPOOL_AARCH64_PAIRS="2.10 2.14"
+# The next torch release, out before its torch_npu (issue #35): ci/test.sh compiles every csrc/
+# unit against its headers and the newest torch_npu's (ci/lib/compile_check.sh) when the header
+# cache exists (`bash ci/lib/compile_check.sh fetch 2.15.0` makes it). When torch_npu 2.15 ships:
+# a `2.15)` entry below, 2.15 first in PINPOOL_ALL_PAIRS, MAX_TORCH_NPU in
+# torch_npu_pinpool/_version.py, and this moves to the release after.
+PINPOOL_NEXT_TORCH="2.15.0"
 # The build sweep (PINPOOL_PAIRS=builds bash ci/test.sh; .github/workflows/builds.yml, weekly):
 # every torch_npu build a vllm-ascend release pins (docs/matrix.md), every post of the 2.10 line,
 # and the newest post of the lines since. The newest post of 2.8 / 2.9 / 2.10 / 2.11 / 2.12 is

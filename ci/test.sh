@@ -328,8 +328,12 @@ sanitize_ci_leg "$@"
 # --- the next torch, compile only (issue #35) ------------------------------------------------
 # Every csrc/ unit against PINPOOL_NEXT_TORCH's headers and the newest torch_npu's, when the
 # header cache exists (ci/lib/compile_check.sh; `... fetch VERSION` makes it). Not in a
-# sanitizer-only run or on aarch64.
-if [[ -n "${PINPOOL_NEXT_TORCH:-}" && "$ARCH" == x86_64 && -z "${PINPOOL_SANITIZE:-}" ]]; then
+# sanitizer-only run, on aarch64, or in a run of build checks only (the build workflow has a job
+# for it).
+plain_pairs=0
+for p in "${pairs[@]}" "${optional[@]}"; do [[ "$p" == *@* ]] || plain_pairs=1; done
+if [[ -n "${PINPOOL_NEXT_TORCH:-}" && "$ARCH" == x86_64 && -z "${PINPOOL_SANITIZE:-}" &&
+    $plain_pairs == 1 ]]; then
     label="torch $PINPOOL_NEXT_TORCH headers"
     if ! bash ci/lib/compile_check.sh cached "$PINPOOL_NEXT_TORCH"; then
         summary+=("$(printf '%-8s %-6s %5s   %s' "$label" "not run" - \

@@ -31,7 +31,8 @@ PINPOOL_AARCH64_PAIRS="2.10 2.14"
 # cache exists (`bash ci/lib/compile_check.sh fetch 2.15.0` makes it). When torch_npu 2.15 ships:
 # a `2.15)` entry below, 2.15 first in PINPOOL_ALL_PAIRS, MAX_TORCH_NPU in
 # torch_npu_pinpool/_version.py, and this moves to the release after.
-PINPOOL_NEXT_TORCH="2.15.0"
+# PINPOOL_NEXT_TORCH= (set and empty) skips the check.
+PINPOOL_NEXT_TORCH="${PINPOOL_NEXT_TORCH-2.15.0}"
 # The build sweep (PINPOOL_PAIRS=builds bash ci/test.sh; .github/workflows/builds.yml, weekly):
 # every torch_npu build a vllm-ascend release pins (docs/matrix.md), every post of the 2.10 line,
 # and the newest post of the lines since. The newest post of 2.8 / 2.9 / 2.10 / 2.11 / 2.12 is

@@ -175,7 +175,7 @@ check() {
     if ((${#npu_only[@]})); then
         echo "  stopped only by errors inside torch_npu $npu_version's own headers (reported, not worked around; docs/matrix.md): ${npu_only[*]}"
         grep -hE '^[^ ]+:[0-9]+:[0-9]+: (fatal )?error:' "$log" | grep -F "$npu_inc/" |
-            sed "s|$npu_inc/|torch_npu/include/|" | sort | uniq -c | sed 's/^/    /'
+            sed "s|$npu_inc/|torch_npu/include/|" | sort | uniq -c | head -n 40 | sed 's/^/    /'
     fi
     if ((${#failed[@]})); then
         echo "  FAILED (errors outside torch_npu's headers; handle them in csrc/version_shim.h): ${failed[*]}"

@@ -4,6 +4,8 @@
 #   bash ci/test.sh                      # required pairs, then the cached optional ones (below)
 #   PINPOOL_PAIRS="2.13 2.9" bash ci/test.sh   # exactly these pairs (created if not cached)
 #   PINPOOL_PAIRS=all bash ci/test.sh    # every pair in ci/lib/pairs.sh
+#   PINPOOL_PAIRS="2.10@2.10.0.post4" bash ci/test.sh   # one torch_npu build: the build check
+#   PINPOOL_PAIRS=builds bash ci/test.sh # the build sweep: every build in PINPOOL_NPU_BUILDS
 #   bash ci/test.sh -k capture -x        # extra arguments go to pytest
 #
 # Which pairs run by default (ci/lib/pairs.sh): the required ones (PINPOOL_CI_PAIRS: 2.14 and
@@ -22,6 +24,11 @@
 # with SIMCANN_LIB_DIR unset (the simulator's control API hidden), which must pass and must run
 # the tests ci/lib/as_npu_selection.py requires. `ruff check` runs first (once). Exits non-zero if the lint or any
 # pair that ran is red; a pair where pytest collected no tests (exit 5) is red.
+#
+# A pair that names a build (LINE@BUILD, ci/lib/pairs.sh) runs the build check instead of the
+# suite: in the line's env with torch_npu switched to BUILD, the plugin built and installed,
+# `python -m torch_npu_pinpool doctor` (must exit 0 and print PASS; run as on a real NPU, without
+# SIMCANN_LIB_DIR), then the "as a real NPU" leg. Its results are the leg "LINE@BUILD as-npu".
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
 # default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN,
@@ -61,6 +68,8 @@ esac
 optional=()  # run only when cached and within the budget
 if [[ "${PINPOOL_PAIRS:-}" == all ]]; then
     pairs=($PINPOOL_ALL_PAIRS)
+elif [[ "${PINPOOL_PAIRS:-}" == builds ]]; then
+    pairs=($PINPOOL_NPU_BUILDS)
 elif [[ -n "${PINPOOL_PAIRS:-}" ]]; then
     pairs=($PINPOOL_PAIRS)
 elif [[ "$ARCH" == aarch64 ]]; then
@@ -72,7 +81,11 @@ else
     done
 fi
 for p in "${pairs[@]}" "${optional[@]}"; do
-    pinpool_pair_spec "$p" || { echo "ci/test.sh: unknown pair '$p' (known: $PINPOOL_ALL_PAIRS)" >&2; exit 2; }
+    pinpool_pair_spec "$p" || {
+        echo "ci/test.sh: unknown pair '$p' (known: $PINPOOL_ALL_PAIRS; or LINE@BUILD with a" \
+            "torch_npu build of a supported line, e.g. 2.10@2.10.0.post4)" >&2
+        exit 2
+    }
 done
 if ((${#optional[@]} > 1)); then
     day=$(($(date +%s) / 86400 % ${#optional[@]}))
@@ -138,6 +151,13 @@ run_pair() {
         [[ "$ARCH" != aarch64 ]] || echo "emulated: QEMU_LD_PREFIX=$QEMU_LD_PREFIX; CXX=$CXX"
 
         pinpool_pair_spec "$pair"
+        line="$PAIR_LINE"
+        build_check=0
+        [[ -z "$PAIR_BUILD" ]] || build_check=1
+        [[ $build_check == 0 || "$ARCH" != aarch64 ]] || {
+            echo "a build check runs on x86_64 only" >"$status_file"
+            exit 1
+        }
         tests=(test/)
         t=$SECONDS
         if [[ "$PAIR_REFUSED" == 1 ]]; then
@@ -180,7 +200,23 @@ run_pair() {
         [[ "$PAIR_REFUSED" != 1 ]] || leg="$pair refusal"
         junit="$ENVS/$pair.junit.xml"
         rm -f "$junit"
-        if [[ "$ARCH" == aarch64 && "$PAIR_REFUSED" != 1 ]]; then
+        if [[ $build_check == 1 ]]; then
+            # The build check: doctor instead of the suite (the as-NPU leg below follows). From an
+            # empty directory: the checkout's torch_npu_pinpool/ (no _C) would shadow the install.
+            tmp="$(mktemp -d)"
+            echo "+ python -m torch_npu_pinpool doctor   (SIMCANN_LIB_DIR unset, as on an NPU)"
+            out="$(cd "$tmp" && env -u SIMCANN_LIB_DIR python -m torch_npu_pinpool doctor 2>&1)"
+            rc=$?
+            rmdir "$tmp"
+            echo "$out"
+            if [[ $rc == 0 && "$out" == *"self-test:"*PASS* ]]; then
+                counts="torch_npu $PINPOOL_NPU_BUILD: doctor PASS"
+            else
+                echo "FAILED: doctor did not print PASS with torch_npu $PINPOOL_NPU_BUILD (exit $rc)" >&2
+                counts="torch_npu $PINPOOL_NPU_BUILD: doctor FAILED"
+                [[ $rc != 0 ]] || rc=1
+            fi
+        elif [[ "$ARCH" == aarch64 && "$PAIR_REFUSED" != 1 ]]; then
             aarch64_leg "${xdist[@]}" --junitxml="$junit" "$@"
             rc=$?
         else
@@ -188,7 +224,7 @@ run_pair() {
             python -m pytest "${tests[@]}" "${xdist[@]}" --junitxml="$junit" "$@"
             rc=$?
         fi
-        record_leg "$leg" "$pair" "$junit" "$rc"
+        [[ $build_check == 1 ]] || record_leg "$leg" "$line" "$junit" "$rc"
         if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" && "$ARCH" != aarch64 ]]; then
             # Registered-memory leg (issue #11): torch_npu's pinned_mem_register path (malloc +
             # aclrtHostRegisterV2), which it enables only on CANN >= 8.5: the simulator says 8.5.
@@ -201,13 +237,13 @@ run_pair() {
             SIMCANN_CANN_VERSION=8.5.0 PYTORCH_NPU_ALLOC_CONF=pinned_mem_register:True \
                 python -m pytest "${reg_tests[@]}" "${xdist[@]}" --junitxml="$reg_junit" "$@"
             rc=$?
-            record_leg "$pair registered-memory" "$pair" "$reg_junit" "$rc"
+            record_leg "$pair registered-memory" "$line" "$reg_junit" "$rc"
             [[ $rc == 5 ]] && rc=0  # extra arguments (-k ...) deselected all of them
         fi
         t_test=$((SECONDS - t))
         as_npu=""
-        if [[ " $PINPOOL_CI_PAIRS " == *" $pair "* && "$PAIR_REFUSED" != 1 && -f setup.py &&
-            "$ARCH" != aarch64 ]]; then
+        if [[ (" $PINPOOL_CI_PAIRS " == *" $pair "* || $build_check == 1) && "$PAIR_REFUSED" != 1 &&
+            -f setup.py && "$ARCH" != aarch64 ]]; then
             # The "as a real NPU" leg: the simulator stays the runtime underneath (through
             # LD_LIBRARY_PATH) but its control API is hidden (no SIMCANN_LIB_DIR), so the session
             # takes the path an Ascend runner takes. Same env, same installed plugin: no rebuild.
@@ -221,7 +257,9 @@ run_pair() {
                 -m "not simulator" "${xdist[@]}" --junitxml="$junit"
             npu_rc=$?
             as_npu="$(python ci/lib/as_npu_selection.py "$junit")" || npu_rc=1
-            record_leg "$pair as-npu" "$pair" "$junit" "$npu_rc"
+            # A build check's leg fails with its doctor too (rc above).
+            [[ $build_check == 0 || $rc == 0 ]] || npu_rc=$rc
+            record_leg "$pair as-npu" "$line" "$junit" "$npu_rc"
             echo "$as_npu"
             as_npu="; as-NPU: $as_npu ($((SECONDS - t))s)"
             if [[ $npu_rc != 0 ]]; then
@@ -286,6 +324,36 @@ for pair in "${optional[@]}"; do
 done
 
 sanitize_ci_leg "$@"
+
+# --- the next torch, compile only (issue #35) ------------------------------------------------
+# Every csrc/ unit against PINPOOL_NEXT_TORCH's headers and the newest torch_npu's, when the
+# header cache exists (ci/lib/compile_check.sh; `... fetch VERSION` makes it). Not in a
+# sanitizer-only run, on aarch64, or in a run of build checks only (the build workflow has a job
+# for it).
+plain_pairs=0
+for p in "${pairs[@]}" "${optional[@]}"; do [[ "$p" == *@* ]] || plain_pairs=1; done
+if [[ -n "${PINPOOL_NEXT_TORCH:-}" && "$ARCH" == x86_64 && -z "${PINPOOL_SANITIZE:-}" &&
+    $plain_pairs == 1 ]]; then
+    label="torch $PINPOOL_NEXT_TORCH headers"
+    if ! bash ci/lib/compile_check.sh cached "$PINPOOL_NEXT_TORCH"; then
+        summary+=("$(printf '%-8s %-6s %5s   %s' "$label" "not run" - \
+            "no header cache; make it: bash ci/lib/compile_check.sh fetch $PINPOOL_NEXT_TORCH")")
+    else
+        banner "compile check: torch $PINPOOL_NEXT_TORCH headers"
+        t0=$SECONDS
+        out="$(mktemp)"
+        bash ci/lib/compile_check.sh check "$PINPOOL_NEXT_TORCH" 2>&1 | tee "$out"
+        rc=${PIPESTATUS[0]}
+        detail="$(grep -E '^  (compiled|PASS|FAILED|stopped)' "$out" | sed 's/^ *//' | cut -c1-120 | paste -sd';' -)"
+        rm -f "$out"
+        if [[ $rc == 0 ]]; then
+            summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" PASS $((SECONDS - t0)) "$detail")")
+        else
+            summary+=("$(printf '%-8s %-6s %5ss  %s' "$label" FAIL $((SECONDS - t0)) "${detail:-exit $rc}")")
+            red=1
+        fi
+    fi
+fi
 
 banner "summary"
 printf '%-8s %-6s %6s  %s\n' pair result time detail

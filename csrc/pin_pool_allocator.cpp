@@ -339,10 +339,10 @@ at::HostStats PinPoolHostAllocatorImpl::stats() {
   // `peak` and `freed` of this stat stay as ATen counts them.
   int64_t in_use_bytes = 0;
 #if PINPOOL_HOST_STATS_2_10
-  const auto& in_use_counts = stats_.active_bucket_stats;
+  const auto& in_use_counts = PINPOOL_ATEN_DEFAULT_POOL_BUCKET_STATS(active_bucket_stats);
   c10::CachingAllocator::Stat& in_use_stat = stats.active_bytes;
 #else
-  const auto& in_use_counts = stats_.allocation_bucket_stats;
+  const auto& in_use_counts = PINPOOL_ATEN_DEFAULT_POOL_BUCKET_STATS(allocation_bucket_stats);
   c10::CachingAllocator::Stat& in_use_stat = stats.allocated_bytes;
 #endif
   for (size_t i = 0; i < in_use_counts.size() && i < 63; ++i) {

@@ -1,4 +1,4 @@
-// The one place that knows how torch / torch_npu differ between 2.8 and 2.14.
+// The one place that knows how torch / torch_npu differ between 2.8 and 2.15.
 //
 // Everything is detected from the headers of the torch and torch_npu the extension is
 // built against (no configure step): torch's version macros for ATen's host-allocator
@@ -46,6 +46,41 @@
 // the plugin refuses on the variable's text there.
 #define PINPOOL_NPU_REFUSES_EXPANDABLE_CAPTURE PINPOOL_TORCH_AT_LEAST(2, 14)
 
+// 2.15 (torch 2.15.0; no torch_npu 2.15 yet: ci/lib/compile_check.sh builds every unit against
+// torch 2.15.0's headers with torch_npu 2.14.0's; read in the torch 2.15.0 wheel,
+// ATen/core/CachingHostAllocator.h, against 2.14.0's; docs/matrix.md has the lines):
+//   * Per-pool stats: the four per-bucket stats (active_bucket_stats, active_bytes_bucket_stats,
+//     allocation_bucket_stats, allocated_bytes_bucket_stats) moved from HostStatsStaged
+//     (`stats_`) into each BlockPool, guarded by that pool's free_list_[i].mutex_; getStats()
+//     adds up every pool's. PINPOOL_ATEN_DEFAULT_POOL_BUCKET_STATS(name) names the default
+//     pool's on every release (`default_pool_.name` from 2.15, `stats_.name` before): the only
+//     reader, stats() rebuilding the in-use bytes, compiles on 2.8 / 2.9 only.
+//     stats_.allocations / allocated_bytes stay, now under the new stats_.allocations_mutex_;
+//     stats_.timing_mutex_ and host_alloc_time / host_free_time (which we add to) are unchanged.
+//   * Locks: getStats() / reset_*() take instance_mutex_ (shared) and each pool's bucket mutex
+//     in turn (no longer blocks_mutex_); a block given back to the system takes blocks_mutex_
+//     before the bucket mutex (releasing it last); empty_cache() erasing a private pool holds
+//     that pool's bucket mutex together with default_pool_'s; stats_.allocations_mutex_ is
+//     innermost. Our hooks that ATen calls under those locks (free_block under blocks_mutex_ +
+//     a bucket mutex, as on 2.14) take only our map_mutex_ / timing_mutex_ and never call back
+//     into ATen; we call Base::getStats() / Base::empty_cache() holding none of our locks. So
+//     no new lock order for us: nothing to shim, noted here.
+//   * Retire on a failed record: Base::free() catches an exception from record_stream() (ours
+//     records a fence on the stream) and leaves the block's event_count_ raised - the block is
+//     never reused or given back (a TORCH_WARN_ONCE) - where up to 2.14 the exception left
+//     free() and, from ~StorageImpl (noexcept), terminated the process. Only default-pool
+//     blocks go through Base::free(); graph-pool and large blocks are ours.
+//     PINPOOL_ATEN_RETIRES_ON_FAILED_RECORD says which of the two a build has.
+//   * begin_allocate_to_pool / end_allocate_to_pool / release_pool / record_history: same
+//     signatures (parameter names commented out only).
+#define PINPOOL_ATEN_POOL_BUCKET_STATS PINPOOL_TORCH_AT_LEAST(2, 15)
+#if PINPOOL_ATEN_POOL_BUCKET_STATS
+#define PINPOOL_ATEN_DEFAULT_POOL_BUCKET_STATS(name) (default_pool_.name)
+#else
+#define PINPOOL_ATEN_DEFAULT_POOL_BUCKET_STATS(name) (stats_.name)
+#endif
+#define PINPOOL_ATEN_RETIRES_ON_FAILED_RECORD PINPOOL_TORCH_AT_LEAST(2, 15)
+
 // HostStats field names: 2.10 has allocations / allocated_bytes (held) and
 // active_requests / active_bytes (in use); 2.8 and 2.9 have segment / reserved_bytes (held)
 // and allocation / allocated_bytes (in use).
@@ -61,9 +96,11 @@
 // torch_npu alone. 2.13 and 2.14 decrease by block->size_ (maybe_cache_block).
 #define PINPOOL_ATEN_IN_USE_BYTES_MISCOUNTED !PINPOOL_TORCH_AT_LEAST(2, 10)
 
-// torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10 - 2.14) versus
-// include/third_party/acl/inc/acl/ (2.9.x, whose acl_rt.h is C++ only). setup.py puts
-// whichever exists on the include path as the root of <acl/...>; this check turns a
+// torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10.0.post6 - 2.14; also
+// still under third_party/ there) versus only include/third_party/acl/inc/acl/ (2.8.x, 2.9.x,
+// whose acl_rt.h is C++ only, and 2.10.0 - 2.10.0.post4: a move inside the 2.10 line, read in
+// the wheels, docs/matrix.md "Builds inside a line"). setup.py puts both roots that exist on
+// the include path, include/ first, as the root of <acl/...>; this check turns a
 // wrong build environment into a readable error instead of a cascade.
 #if !__has_include(<acl/acl.h>)
 #error "ACL headers not found: build against an installed torch_npu (pip install --no-build-isolation .)."

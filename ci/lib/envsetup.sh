@@ -6,6 +6,7 @@
 #   bash ci/lib/envsetup.sh PAIR
 #   bash ci/lib/envsetup.sh PAIR --cached   # exit 0 if PAIR's venv is complete (nothing to
 #                                           # download), 1 if not; changes nothing
+#   bash ci/lib/envsetup.sh LINE@BUILD      # the line's env with torch_npu BUILD (2.10@2.10.0.post4)
 #
 # Used through `source ci/sim-env.sh PAIR` (or `bash ci/sim-env.sh PAIR --print`).
 #
@@ -19,6 +20,14 @@
 #                               branch's simulator builds out of an env that others share)
 #   ROOT/PAIR.log               the log of the last install / build step
 #   ROOT/PAIR.lock              flock: two shells setting up the same pair wait for each other
+#
+# A named build (LINE@BUILD, ci/lib/pairs.sh) uses the env of its LINE: the venv is created (or
+# reused) as for LINE, then torch_npu alone is switched to BUILD (`pip install --no-deps
+# --force-reinstall torch_npu==BUILD`; its wheel asks for the torch the line has). A later plain
+# LINE switches it back to the line's build. The switch happens under the env's lock, but a test
+# session already running in that env sees its torch_npu replaced: sweep builds in an env root
+# nobody else is using (PINPOOL_ENV_ROOT). The simulated runtime is rebuilt per torch_npu build
+# (its hash covers the build: build.sh reads the names that build needs).
 #
 # PINPOOL_ARCH=aarch64 (default x86_64): the pair's aarch64 env, run under qemu-user emulation
 # (ci/lib/aarch64.sh sets up the machine and an arm64 Debian sysroot with CPython 3.11, as root):
@@ -59,9 +68,14 @@ die() {
 }
 
 if ! pinpool_pair_spec "$PAIR"; then
-    printf '[sim-env] unknown pair %q: choose one of %s\n' "$PAIR" "$PINPOOL_ALL_PAIRS" >&2
+    printf '[sim-env] unknown pair %q: choose one of %s, or LINE@BUILD with a torch_npu build of that line (2.10@2.10.0.post4)\n' \
+        "$PAIR" "$PINPOOL_ALL_PAIRS" >&2
     exit 2
 fi
+LINE="$PAIR_LINE"
+WANT_NPU="${PAIR_NPU#torch_npu==}" # the torch_npu build the env must have when this script ends
+# The venv itself is the line's: created with (and stamped for) the line's own build.
+pinpool_pair_spec "$LINE"
 
 ROOT="${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}"
 ARCH="${PINPOOL_ARCH:-x86_64}"
@@ -85,8 +99,8 @@ case "$ARCH" in
         exit 2
         ;;
 esac
-VENV="$ENVS/$PAIR"
-LOG="$ENVS/$PAIR.log"
+VENV="$ENVS/$LINE"
+LOG="$ENVS/$LINE.log"
 BASE_PY="${PINPOOL_PYTHON:-python3}"
 mkdir -p "$ENVS" || die "creating $ENVS" "set PINPOOL_ENV_ROOT to a writable directory"
 
@@ -123,7 +137,7 @@ if [[ "$QUERY" == --cached ]]; then
     exit
 fi
 
-exec 9>"$ENVS/$PAIR.lock"
+exec 9>"$ENVS/$LINE.lock"
 if ! flock -n 9; then
     say "another process is setting up this env; waiting for it"
     flock 9
@@ -210,6 +224,26 @@ else
 fi
 PY="$VENV/bin/python"
 
+# --- 1b. the torch_npu build ----------------------------------------------------------------
+# Read from the dist-info directory's name (no interpreter: cheap under emulation too).
+installed_npu() {
+    local d
+    d="$(compgen -G "$VENV/lib/python3*/site-packages/torch_npu-*.dist-info" | head -n 1)"
+    d="${d##*/torch_npu-}"
+    printf '%s' "${d%.dist-info}"
+}
+have_npu="$(installed_npu)"
+if [[ "$have_npu" != "$WANT_NPU" ]]; then
+    say "switching torch_npu ${have_npu:-(none)} -> $WANT_NPU in $VENV (the line's torch stays)"
+    run_logged "switching to torch_npu==$WANT_NPU" \
+        "check that torch_npu $WANT_NPU exists for this Python on the index (pip index versions torch_npu) and rerun" \
+        "$PY" -m pip install "${PIP_OPTS[@]}" --no-deps --force-reinstall "torch_npu==$WANT_NPU"
+    [[ "$ARCH" != aarch64 ]] || aarch64_byte_compile "$VENV/lib/python3.11/site-packages/torch_npu"
+    have_npu="$(installed_npu)"
+    [[ "$have_npu" == "$WANT_NPU" ]] ||
+        die "switching to torch_npu==$WANT_NPU" "pip left torch_npu ${have_npu:-(none)} installed; see the log"
+fi
+
 # --- 2. the simulated CANN runtime ------------------------------------------------------------
 # One build per source hash, under ROOT/PAIR/simcann/HASH/: checkouts with different simulator
 # sources share the env without rebuilding in turn, and a build never replaces a lib dir that a
@@ -231,7 +265,7 @@ sim_hash="$(
         { find . -type f ! -path './tests/*' ! -path '*/build/*' ! -path '*/__pycache__/*' \
             ! -name '*.pyc' ! -name '*.o' ! -name '*.so' ! -name '*.md' -print0 |
             LC_ALL=C sort -z | xargs -0 sha256sum
-        echo "python=$PY $(readlink -f "$PY")"; } | sha256sum | cut -c1-16
+        echo "python=$PY $(readlink -f "$PY") torch_npu=$have_npu"; } | sha256sum | cut -c1-16
 )"
 SIM_DIR="$SIM_BASE/$sim_hash"
 if [[ ! -f "$SIM_DIR/.stamp" ]]; then
@@ -266,7 +300,8 @@ ld="$(printf '%s' "$ld" | tr ':' '\n' | awk -v root="$ROOT/" -v lib="$lib" \
     'NR==1 || (index($0, root) != 1 && $0 != lib && $0 != "")' | paste -sd: -)"
 path="$VENV/bin:$(printf '%s' "$PATH" | tr ':' '\n' | awk -v root="$ROOT/" \
     'index($0, root) != 1 && $0 != ""' | paste -sd: -)"
-echo "export PINPOOL_PAIR=$(q "$PAIR")"
+echo "export PINPOOL_PAIR=$(q "$LINE")"
+echo "export PINPOOL_NPU_BUILD=$(q "$have_npu")"
 echo "export VIRTUAL_ENV=$(q "$VENV")"
 echo "export PATH=$(q "$path")"
 echo "export SIMCANN_LIB_DIR=$(q "$lib")"

@@ -9,6 +9,13 @@
 #   PAIR_NOTE      what the user is about to wait for
 #   PAIR_REFUSED   1 = below the supported range: the leg checks that the plugin refuses to
 #                  build and to activate there (test/unsupported/), instead of the suite
+#   PAIR_LINE      the torch line (2.10): the env's name; the same as the pair unless a build is named
+#   PAIR_BUILD     the torch_npu build a `LINE@BUILD` pair names (2.10.0.post4), else empty
+#
+# A pair may name one torch_npu build of its line: `2.10@2.10.0.post4`. It uses the line's env
+# (its torch and test dependencies) with only torch_npu switched to that build (ci/lib/envsetup.sh
+# switches it back for a plain `2.10`), and ci/test.sh runs the build check on it: the plugin
+# built, `python -m torch_npu_pinpool doctor`, the as-a-real-NPU selection.
 PINPOOL_ALL_PAIRS="2.14 2.13 2.12 2.11 2.10 2.9 2.8 2.7"
 # Required in every `bash ci/test.sh` run: the newest release and vllm-ascend's pin (2.10).
 PINPOOL_CI_PAIRS="2.14 2.10"
@@ -19,10 +26,26 @@ PINPOOL_REGISTER_PAIR="2.14"
 # newest release (PyPI's aarch64 torch 2.14 is a CUDA 13 build: qemu-user >= 10 and the
 # cross-built ci/lib/cudafix, docs/testing.md "The aarch64 leg").
 PINPOOL_AARCH64_PAIRS="2.10 2.14"
+# The next torch release, out before its torch_npu (issue #35): ci/test.sh compiles every csrc/
+# unit against its headers and the newest torch_npu's (ci/lib/compile_check.sh) when the header
+# cache exists (`bash ci/lib/compile_check.sh fetch 2.15.0` makes it). When torch_npu 2.15 ships:
+# a `2.15)` entry below, 2.15 first in PINPOOL_ALL_PAIRS, MAX_TORCH_NPU in
+# torch_npu_pinpool/_version.py, and this moves to the release after.
+# PINPOOL_NEXT_TORCH= (set and empty) skips the check.
+PINPOOL_NEXT_TORCH="${PINPOOL_NEXT_TORCH-2.15.0}"
+# The build sweep (PINPOOL_PAIRS=builds bash ci/test.sh; .github/workflows/builds.yml, weekly):
+# every torch_npu build a vllm-ascend release pins (docs/matrix.md), every post of the 2.10 line,
+# and the newest post of the lines since. The newest post of 2.8 / 2.9 / 2.10 / 2.11 / 2.12 is
+# also the line's default build above.
+PINPOOL_NPU_BUILDS="2.8@2.8.0 2.8@2.8.0.post2 2.9@2.9.0 2.10@2.10.0 2.10@2.10.0.post2
+2.10@2.10.0.post4 2.10@2.10.0.post6 2.10@2.10.0.post7 2.11@2.11.0.post3 2.12@2.12.0.post3"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0
-    case "$1" in
+    PAIR_LINE="${1%%@*}"
+    PAIR_BUILD=""
+    [[ "$1" != *@* ]] || PAIR_BUILD="${1#*@}"
+    case "$PAIR_LINE" in
         2.14)
             # torch_npu 2.14.0 asks for torch==2.14.0.*, which PyPI's CUDA build (2.14.0+cu130
             # inside, "2.14.0" on the index) satisfies: no --no-deps needed.
@@ -80,4 +103,11 @@ pinpool_pair_spec() {
             return 1
             ;;
     esac
+    if [[ -n "$PAIR_BUILD" ]]; then
+        # A build of this line only (2.10@2.10.0.post4; not 2.10@2.11.0, not below the range).
+        [[ "$PAIR_BUILD" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$ &&
+            "$PAIR_BUILD" == "$PAIR_LINE".* && "$PAIR_REFUSED" == 0 ]] || return 1
+        PAIR_NPU="torch_npu==$PAIR_BUILD"
+        PAIR_NOTE="$PAIR_NOTE (build check: torch_npu switched to $PAIR_BUILD)"
+    fi
 }

@@ -51,6 +51,27 @@ def test_nothing_newer_names_the_newest_release():
     )
 
 
+def test_a_newer_torch_without_its_torch_npu_is_pending():
+    """torch has a release past MAX_TORCH_NPU and torch_npu none of that line (torch 2.15.0
+    before torch_npu 2.15, issue #35): a PENDING line naming the compile check and what adding the
+    pair takes; a torch line whose torch_npu is out is not pending (the WARNING names it)."""
+    major, minor = _max_torch_npu()
+    cur, nxt, after = f"{major}.{minor}", f"{major}.{minor + 1}", f"{major}.{minor + 2}"
+    r = _run("--versions", f"{cur}.0", "--torch-versions", f"{cur}.0+cpu, {nxt}.0, {nxt}.1rc1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1] == (
+        f"PENDING: torch {nxt}.0 is on the index, torch_npu {nxt} is not yet (until then: bash "
+        f"ci/lib/compile_check.sh check {nxt}.0; when it ships: a ci/lib/pairs.sh entry and "
+        "MAX_TORCH_NPU in torch_npu_pinpool/_version.py)"
+    )
+    r = _run("--versions", f"{cur}.0, {nxt}.0", "--torch-versions", f"{nxt}.0, {after}.0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].startswith(f"WARNING: torch_npu {nxt}.0 is on the index")
+    assert r.stdout.splitlines()[1].startswith(f"PENDING: torch {after}.0 is on the index")
+    r = _run("--versions", f"{cur}.0", "--torch-versions", f"{cur}.1")
+    assert r.stdout.splitlines() == [f"index: newest torch_npu {cur}.0; supported up to {cur}.x"]
+
+
 def test_unreachable_index_is_silent(tmp_path):
     """No index (pip pointed at a closed local port, no config, no local wheels): no output,
     exit 0."""

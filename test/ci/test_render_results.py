@@ -90,6 +90,29 @@ def test_render_table(tmp_path):
     assert "- copied from a log by hand" in page
 
 
+def test_build_checks_sit_under_their_line(tmp_path):
+    """A build check (leg "LINE@BUILD as-npu", issue #35) is a row of its line, after the line's
+    own legs, oldest build first (post2 before post10); a sweep build without a summary says
+    so."""
+    ci = _write(
+        tmp_path / "ci",
+        _summary("2.10", "2.10"),
+        _summary("2.10@2.10.0.post10 as-npu", "2.10", torch_npu="2.10.0.post10"),
+        _summary("2.10@2.10.0.post2 as-npu", "2.10", torch_npu="2.10.0.post2"),
+    )
+    builds = ["2.10@2.10.0.post2", "2.10@2.10.0.post10", "2.10@2.10.0.post4", "2.8@2.8.0"]
+    page = render_results.render([ci], pairs=["2.10"], builds=builds)
+    table = [line.split(" | ")[:4] for line in page.splitlines() if line.startswith("| 2.")]
+    assert table == [
+        ["| 2.10", "2.10", "2.10.0+cpu", "2.10.0"],
+        ["| 2.10", "2.10@2.10.0.post2 as-npu", "2.10.0+cpu", "2.10.0.post2"],
+        ["| 2.10", "2.10@2.10.0.post4 as-npu", "-", "2.10.0.post4"],
+        ["| 2.10", "2.10@2.10.0.post10 as-npu", "2.10.0+cpu", "2.10.0.post10"],
+        ["| 2.8", "2.8@2.8.0 as-npu", "-", "2.8.0"],
+    ]
+    assert page.count("no run recorded yet") == 2
+
+
 def test_newest_summary_of_a_leg_wins(tmp_path):
     old = _write(tmp_path / "old", _summary("2.14", "2.14", date="2026-11-01", passed=1))
     new = _write(tmp_path / "new", _summary("2.14", "2.14", date="2026-11-27", passed=9))
@@ -105,6 +128,8 @@ def test_committed_page_is_the_rendered_one():
     assert page.startswith(render_results.HEADER)
     for pair in render_results.all_pairs():
         assert f"\n| {pair} |" in page, f"pair {pair} missing from docs/test-results.md"
+    for build in render_results.npu_builds():
+        assert f"| {build} as-npu |" in page, f"build {build} missing from docs/test-results.md"
     kept = render_results.render([REPO / "ci" / "results"])
     if not (REPO / "build" / "test-results").is_dir():
         assert page == kept, "docs/test-results.md is stale: run python ci/render_results.py"

@@ -1,8 +1,11 @@
-"""Hooks on ``torch_npu.npu.graphs.NPUGraph``: tell the allocator's capture registry about each
-graph (csrc/capture_registry.cpp, Note [Graph handles]).
+"""Hooks on ``torch_npu.npu.graphs.NPUGraph`` and ``torch.accelerator.Graph`` (torch >= 2.13):
+tell the allocator's capture registry about each graph (csrc/capture_registry.cpp, Note [Graph
+handles]).
 
 ``torch.npu.graph``, ``make_graphed_callables``, graph trees, TorchAir and vllm-ascend all go
-through these methods, so patching the class attributes covers them. Each hook is one registry
+through NPUGraph's methods, and ``torch.accelerator.Graph`` (a Python class over ATen's graph,
+which reaches torch_npu's graph past NPUGraph) has the same four, so patching the two classes'
+attributes covers them. Each hook is one registry
 call around the original method; the registry knows the torch_npu mode (whether torch_npu calls
 the pool hooks itself), so the hooks are the same on every supported torch_npu. A graph keeps
 one opaque attribute: its ``_GraphRef``.
@@ -24,6 +27,7 @@ _AUDIT_POOL = "_pinpool_audit_pool"
 # weakref, not weakref.finalize, which costs a capture ~5 us more.
 _live: dict[int, weakref.ref] = {}
 _ext: Any = None  # the extension module, set by install()
+_NPUGraph: Any = None  # torch_npu.npu.graphs.NPUGraph, set by install()
 _exiting = False  # after atexit: deaths are not reported (as weakref.finalize with atexit=False)
 
 
@@ -59,15 +63,20 @@ def _collected(ref: _GraphRef) -> None:
         ref.release()
 
 
-def _pool_arg(args: tuple, kwargs: dict) -> tuple[int, int]:
-    pool = args[0] if args else kwargs.get("pool")
+def _pool_arg(graph: Any, args: tuple, kwargs: dict) -> tuple[int, int]:
+    """The pool a capture_begin call names: NPUGraph takes it as an argument,
+    torch.accelerator.Graph from its constructor (``graph_pool``); (0, 0) for a private one."""
+    if isinstance(graph, _NPUGraph):
+        pool = args[0] if args else kwargs.get("pool")
+    else:
+        pool = graph.graph_pool
     return (0, 0) if pool is None else (int(pool[0]), int(pool[1]))
 
 
 def _capture_begin(ext: Any, orig: Callable, audited: bool = False) -> Callable:
     def capture_begin(self, *args, **kwargs):
         # graph_begin refuses PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True
-        handle = ext.graph_begin(_pool_arg(args, kwargs))
+        handle = ext.graph_begin(_pool_arg(self, args, kwargs))
         try:
             result = orig(self, *args, **kwargs)
             ext.graph_capturing(handle)
@@ -77,7 +86,7 @@ def _capture_begin(ext: Any, orig: Callable, audited: bool = False) -> Callable:
             raise
         self.__dict__[_HANDLE] = _GraphRef(self, handle)
         if audited:
-            self.__dict__[_AUDIT_POOL] = _capturing_pool(ext, _pool_arg(args, kwargs))
+            self.__dict__[_AUDIT_POOL] = _capturing_pool(ext, _pool_arg(self, args, kwargs))
         return result
 
     return capture_begin
@@ -210,16 +219,28 @@ def _patch(owner: Any, name: str, hook: Callable, orig: Callable, qualname: str)
     setattr(owner, name, hook)
 
 
+def _graph_classes() -> list[Any]:
+    """The classes a capture goes through: NPUGraph, and torch.accelerator.Graph where torch has
+    it (>= 2.13)."""
+    import torch
+
+    classes = [_NPUGraph]
+    accelerator_graph = getattr(getattr(torch, "accelerator", None), "Graph", None)
+    if accelerator_graph is not None and not issubclass(_NPUGraph, accelerator_graph):
+        classes.append(accelerator_graph)
+    return classes
+
+
 def install(ext: Any, audit: bool = False) -> None:
-    """Patch ``NPUGraph`` once; the originals stay reachable as ``__wrapped__``. ``audit``: the
-    report is on (its replay hook, and torch_npu's host-function launchers)."""
+    """Patch the graph classes once; the originals stay reachable as ``__wrapped__``. ``audit``:
+    the report is on (its replay hook, and torch_npu's host-function launchers)."""
     import torch_npu
     from torch_npu.npu.graphs import NPUGraph
 
-    global _ext
+    global _ext, _NPUGraph
     if getattr(NPUGraph, "_pinpool_hooked", False):
         return
-    _ext = ext
+    _ext, _NPUGraph = ext, NPUGraph
     hooks = (
         dict(
             _HOOKS,
@@ -230,12 +251,13 @@ def install(ext: Any, audit: bool = False) -> None:
         if audit
         else _HOOKS
     )
-    # Every original first: a torch_npu without one of them raises here with nothing patched.
-    originals = {name: getattr(NPUGraph, name) for name in hooks}
-    for name, make in hooks.items():
-        orig = originals[name]
-        _patch(NPUGraph, name, make(ext, orig), orig, f"NPUGraph.{name}")
-    NPUGraph._pinpool_hooked = True
+    classes = _graph_classes()
+    # Every original first: a torch without one of them raises here with nothing patched.
+    originals = {(cls, name): getattr(cls, name) for cls in classes for name in hooks}
+    for (cls, name), orig in originals.items():
+        _patch(cls, name, hooks[name](ext, orig), orig, f"{cls.__name__}.{name}")
+    for cls in classes:
+        cls._pinpool_hooked = True
     if audit:
         for name in ("_launch_host_func", "_launch_host_func_pending"):
             orig = getattr(torch_npu.npu, name, None)

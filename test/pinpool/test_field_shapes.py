@@ -35,14 +35,6 @@ def _native_measured() -> None:
 HOWS = pytest.mark.parametrize("how", ["device_sync", "stream_sync", "unjoined"])
 ENDS = pytest.mark.parametrize("end", ["reset", "gc"])
 APIS = pytest.mark.parametrize("api", ["npu_graph", "accelerator"])
-# torch.accelerator.Graph reaches torch_npu's graph through ATen, past the plugin's NPUGraph
-# hooks: after a failed capture_end torch_npu never calls release_pool, so nothing tells the
-# allocator the capture is over, and the plugin keeps the pool for good, as torch_npu does.
-ACCELERATOR_FAILED_END = (
-    "plugin bug (issue #35): a torch.accelerator.Graph whose capture_end failed keeps its graph "
-    "pool (12 KiB, then the later capture's 4 KiB: 16 KiB, 1 pool left) - nothing but "
-    "release_pool ends a capture the NPUGraph hooks did not see (csrc/capture_registry.cpp)"
-)
 NOT_CAPTURED = "without a preceding successful capture"
 # torch_npu 2.10's *device* caching allocator: a failed capture_end leaves the pool recording, so
 # the next capture into the same pool id fails, plugin or not (the host side is the plugin's).
@@ -67,11 +59,9 @@ def _failed(
 @APIS
 @HOWS
 @ENDS
-def test_failed_capture_gives_every_block_back(scenario, api, how, end, request):
+def test_failed_capture_gives_every_block_back(scenario, api, how, end):
     """Plugin on: once the failed graph is gone every pinned block is back (12 KiB pinned in it),
     and a capture into the same pool handle afterwards replays its own bytes."""
-    if api == "accelerator" and how == "unjoined":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ACCELERATOR_FAILED_END))
     r = _failed(scenario, True, how, end, api)
     assert (r["held_after"], r["held_end"], r["pools"]) == (0, 0, 0), r
     if how == "unjoined" and not native_pools():

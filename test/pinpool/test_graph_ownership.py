@@ -130,15 +130,19 @@ def test_graph_collected_with_its_replay_queued(scenario, plugin, delay, drop):
 
 @ON_OFF
 @DELAYS
-def test_reset_burst_with_replays_queued(scenario, plugin, delay):
+@pytest.mark.parametrize("api", ["npu_graph", "accelerator"])
+def test_reset_burst_with_replays_queued(scenario, plugin, delay, api):
     """Sixteen graphs of one pool, each reading one shared pinned buffer and its own staging
     block, replayed behind queued work and reset one after another while the replays are still
     queued, the shared buffer dropped too, another thread pinning junk and emptying the cache:
     every replay delivers its bytes (graphs dying while an earlier fence is in flight share the
-    next one, Note [Replay fences]) and one host_empty_cache() afterwards gives every byte back.
-    Native >= 2.11 keeps the capture-time blocks; native <= 2.10 recycles them (timing)."""
-    env = env_for(plugin, PINPOOL_DELAY_US=str(delay))
+    next one, Note [Replay fences]) and one host_empty_cache() afterwards gives every byte back;
+    through torch.accelerator.Graph (torch >= 2.13) as through NPUGraph. Native >= 2.11 keeps
+    the capture-time blocks; native <= 2.10 recycles them (timing)."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), GRAPH_API=api)
     o = scenario("reset_burst_queued_replays", env=env).result
+    if not o["available"]:
+        pytest.skip("torch.accelerator.Graph needs torch >= 2.13")
     if plugin:
         assert o["shared"] == [5.0] and o["own"] == [], o
         assert o["held_after"] == o["baseline"], o

@@ -9,14 +9,22 @@ next fence (Note [Replay fences]): none of their blocks may come back before the
 Reports what the replays delivered (``shared``: the values in the shared slot; ``own``: the
 graphs whose own slot is wrong), and the pinned bytes held after one host_empty_cache() against
 the baseline. Inputs: PINPOOL_GRAPHS (default 16), PINPOOL_DELAY_US (simulator task delay,
-applied only where the simulator runs: keeps the replays queued).
+applied only where the simulator runs: keeps the replays queued), GRAPH_API (``npu_graph``,
+default, or ``accelerator``: torch.accelerator.Graph, torch >= 2.13; reports ``available``
+False and nothing else where torch has none).
 """
+
+import os
 
 import simctl
 import torch
 from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
 
 K = env_int("PINPOOL_GRAPHS", 16)
+API = os.environ.get("GRAPH_API", "npu_graph")
+if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Graph"):
+    report({"available": False})
+    raise SystemExit(0)
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
 
@@ -28,8 +36,8 @@ dev_shared = torch.zeros(N, device="npu")
 dev_own = [torch.zeros(N, device="npu") for _ in range(K)]
 graphs = []
 for i in range(K):
-    g = torch.npu.NPUGraph()
-    with torch.npu.graph(g, pool=pool):
+    g = torch.accelerator.Graph(pool=pool) if API == "accelerator" else torch.npu.NPUGraph()
+    with g if API == "accelerator" else torch.npu.graph(g, pool=pool):
         dev_shared.copy_(shared, non_blocking=True)
         t = pinned(10.0 + i)
         dev_own[i].copy_(t, non_blocking=True)
@@ -49,7 +57,7 @@ with Churn():
     del g, shared
     graphs.clear()
     torch.npu.synchronize()
-result = {"shared": values(dev_shared),
+result = {"available": True, "shared": values(dev_shared),
           "own": [i for i, d in enumerate(dev_own) if values(d) != [10.0 + i]]}
 torch.npu.host_empty_cache()
 result.update(baseline=baseline, held_after=held_bytes())

@@ -57,8 +57,11 @@ with Churn():
     del g, shared
     graphs.clear()
     torch.npu.synchronize()
-result = {"available": True, "shared": values(dev_shared),
-          "own": [i for i, d in enumerate(dev_own) if values(d) != [10.0 + i]]}
+result = {
+    "available": True,
+    "shared": values(dev_shared),
+    "own": [i for i, d in enumerate(dev_own) if values(d) != [10.0 + i]],
+}
 torch.npu.host_empty_cache()
 result.update(baseline=baseline, held_after=held_bytes())
 if simctl.available():

@@ -367,26 +367,21 @@ void Audit::note_pool_block_settled(void* block, size_t block_size) {
 // used by a stream or not, pinned by the failed capture or by a later capture into the same id -
 // stays pinned until the process exits; a later capture into that id works (measured on 2.14:
 // docs/problem.md, "A capture that fails"). The plugin lets the failed graph go and gives the
-// pool back. Counted when the plugin lets the graph go (the NPUGraph.capture_end hook): the
-// blocks and bytes the pool held then, once; a block of that pool a stream used is not counted
-// again when it settles, and the pool's release is no released_pool_recapture (natively it is
-// never released, so a capture into its id works), nor is any later release of that id.
-// The pool is known to the audit as the graph pool of the pool blocks the failed graph's
-// copies used; if they lie in several pools (a block pinned in another graph's capture), none
-// is taken as the failed one, and a stream-used block of it may be counted again when it
-// settles. A capture that raised inside `with torch.npu.graph` but whose capture_end succeeded
+// pool back. Counted when the plugin lets the graph go (graph_end_failed, before the graph's
+// death releases anything): the blocks and bytes the pool held then, once; a block of that pool
+// a stream used is not counted again when it settles, and the pool's release is no
+// released_pool_recapture (natively it is never released, so a capture into its id works), nor
+// is any later release of that id. A capture that raised inside `with torch.npu.graph` but whose capture_end succeeded
 // (e.g. an illegal synchronize, refused with 107027 while the capture goes on) is an ordinary
 // capture: its blocks are the other shapes'.
-void Audit::note_capture_failed(uint64_t graph, MempoolId id, uint64_t blocks, uint64_t bytes) {
+void Audit::note_capture_failed(const void* pool, MempoolId id, uint64_t blocks,
+                                uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& state = *state_;
   std::vector<SiteId> sites;
-  auto it = state.graphs.find(graph);
-  if (it != state.graphs.end() && it->second.pools.size() == 1) {
-    state.failed_pools.insert(it->second.pools.front());
-  }
+  state.failed_pools.insert(pool);
   for (auto& [block, facts] : state.blocks) {
-    if (facts.pool != nullptr && state.failed_pools.count(facts.pool) != 0) {
+    if (facts.pool == pool) {
       facts.stream_used = false;  // counted below, with its pool
       sites.push_back(facts.alloc_site);
     }

@@ -132,9 +132,9 @@ class Audit {
                              bool graph_capturing);
   // A pool block became reusable after its graphs died (leaked_by_native).
   void note_pool_block_settled(void* block, size_t block_size);
-  // The capture of `graph` into pool `id` failed at capture_end and the graph is let go; the
-  // pool held `blocks` blocks, `bytes` bytes then (leaked_by_native: Note [Failed captures]).
-  void note_capture_failed(uint64_t graph, MempoolId id, uint64_t blocks, uint64_t bytes);
+  // A capture into `pool` (id `id`) failed at capture_end and its graph is let go; the pool
+  // held `blocks` blocks, `bytes` bytes then (leaked_by_native: Note [Failed captures]).
+  void note_capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes);
   // released_pool_recapture (Note [Released pools]).
   void note_pool_released(MempoolId id, const void* pool);
   void note_capture_into(MempoolId id, SiteId site);

@@ -379,6 +379,10 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
     }
     return true;
   }
+  if (audit_ != nullptr && graph->pool != nullptr) {  // Note [Failed captures]
+    const GraphPool& pool = *graph->pool;
+    audit_->note_capture_failed(&pool, pool.id, pool.blocks, pool.bytes_held);
+  }
   kill_graph_locked(graph, released);
   return false;
 }

@@ -146,10 +146,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("audit_replay", &pp::audit_replay);
   m.def("audit_host_function", [] { pp::audit().note_host_function(); });
   // Note [Failed captures] (audit.cpp): from the NPUGraph.capture_end hook, before the graph goes.
-  m.def("audit_capture_failed",
-        [](uint64_t h, const pp::PoolId& pool, uint64_t blocks, uint64_t bytes) {
-          pp::audit().note_capture_failed(h, pp::to_id(pool), blocks, bytes);
-        });
   m.def("report_data", &pp::report_data);
   m.def("report_checks", &pp::report_checks);
   m.def("report_close", [] { pp::audit().close(); });

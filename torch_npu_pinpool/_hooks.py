@@ -18,9 +18,6 @@ import weakref
 from typing import Any, Callable
 
 _HANDLE = "_pinpool_graph"
-# With the report on: the pool id the capture went into, for a failed capture_end (torch_npu's
-# NPUGraph.pool() answers only after a successful one).
-_AUDIT_POOL = "_pinpool_audit_pool"
 # handle -> the graph's _GraphRef, while the graph's death is unreported. Holding the reference
 # here keeps it reachable, so its callback reports a garbage-collected graph even from a cycle
 # (the C++ destructor calls the C++ reset directly, so only a callback sees that); a plain
@@ -73,7 +70,7 @@ def _pool_arg(graph: Any, args: tuple, kwargs: dict) -> tuple[int, int]:
     return (0, 0) if pool is None else (int(pool[0]), int(pool[1]))
 
 
-def _capture_begin(ext: Any, orig: Callable, audited: bool = False) -> Callable:
+def _capture_begin(ext: Any, orig: Callable) -> Callable:
     def capture_begin(self, *args, **kwargs):
         # graph_begin refuses PYTORCH_NPU_ALLOC_CONF=pin_memory_expandable_segments:True
         handle = ext.graph_begin(_pool_arg(self, args, kwargs))
@@ -85,30 +82,12 @@ def _capture_begin(ext: Any, orig: Callable, audited: bool = False) -> Callable:
                 self.__dict__[_HANDLE] = _GraphRef(self, handle)
             raise
         self.__dict__[_HANDLE] = _GraphRef(self, handle)
-        if audited:
-            self.__dict__[_AUDIT_POOL] = _capturing_pool(ext, _pool_arg(self, args, kwargs))
         return result
 
     return capture_begin
 
 
-def _capture_begin_audited(ext: Any, orig: Callable) -> Callable:
-    return _capture_begin(ext, orig, audited=True)
-
-
-def _capturing_pool(ext: Any, pool: tuple[int, int]) -> tuple[int, int] | None:
-    """The id of the pool a capture that just began goes into: the one it was given, else the
-    only pool of this device that is capturing (None when several are: not counted)."""
-    if pool != (0, 0):
-        return pool
-    import torch
-
-    device = torch.npu.current_device()
-    ids = [tuple(p["id"]) for p in ext.pool_stats() if p["capturing"] and p["device"] == device]
-    return ids[0] if len(ids) == 1 else None
-
-
-def _capture_end(ext: Any, orig: Callable, audited: bool = False) -> Callable:
+def _capture_end(ext: Any, orig: Callable) -> Callable:
     def capture_end(self):
         graph = self.__dict__.get(_HANDLE)
         try:
@@ -117,8 +96,6 @@ def _capture_end(ext: Any, orig: Callable, audited: bool = False) -> Callable:
             # Note [Capture that ended without telling the allocator]: kept only if the
             # runtime still captures (a retry of capture_end may work).
             if graph is not None and not ext.graph_end_failed(graph.id):
-                if audited:
-                    _audit_capture_failed(ext, graph.id, self)
                 del self.__dict__[_HANDLE]
                 graph.release()
             raise
@@ -126,30 +103,6 @@ def _capture_end(ext: Any, orig: Callable, audited: bool = False) -> Callable:
             ext.graph_end(graph.id, tuple(self.pool()))
 
     return capture_end
-
-
-def _capture_end_audited(ext: Any, orig: Callable) -> Callable:
-    """With the report on: a failed capture_end is counted (csrc/audit.cpp, Note [Failed
-    captures])."""
-    return _capture_end(ext, orig, audited=True)
-
-
-def _audit_capture_failed(ext: Any, handle: int, graph: Any) -> None:
-    """Tell the audit what the failed capture's pool holds, before the plugin lets it go."""
-    import torch
-
-    pool = graph.__dict__.get(_AUDIT_POOL)
-    device = torch.npu.current_device()
-    held = [
-        p
-        for p in ext.pool_stats()
-        if pool is not None
-        and tuple(p["id"]) == pool
-        and p["device"] == device
-        and not p["retiring"]
-    ]
-    blocks, nbytes = sum(p["blocks"] for p in held), sum(p["bytes_held"] for p in held)
-    ext.audit_capture_failed(handle, pool or (0, 0), blocks, nbytes)
 
 
 def _replay(ext: Any, orig: Callable) -> Callable:
@@ -241,16 +194,7 @@ def install(ext: Any, audit: bool = False) -> None:
     if getattr(NPUGraph, "_pinpool_hooked", False):
         return
     _ext, _NPUGraph = ext, NPUGraph
-    hooks = (
-        dict(
-            _HOOKS,
-            capture_begin=_capture_begin_audited,
-            capture_end=_capture_end_audited,
-            replay=_replay_audited,
-        )
-        if audit
-        else _HOOKS
-    )
+    hooks = dict(_HOOKS, replay=_replay_audited) if audit else _HOOKS
     classes = _graph_classes()
     # Every original first: a torch without one of them raises here with nothing patched.
     originals = {(cls, name): getattr(cls, name) for cls in classes for name in hooks}

@@ -115,11 +115,6 @@ def test_audit_names_what_a_synchronize_in_a_capture_leaves(scenario, how):
 
 
 @pytest.mark.parametrize("pool", ["handle", "none"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #35: the audit does not count the failed capture's pool yet (2.14: the report "
-    "names 2 stream-used blocks, 8 KiB, and a released_pool_recapture; native holds 16 KiB)",
-)
 def test_audit_names_the_pool_a_failed_capture_end_leaves(scenario, pool):
     """After a failed capture_end torch_npu >= 2.11 never gives the pool back: the report counts
     the pool's two blocks (12 KiB) when the plugin lets the graph go, and the later capture's

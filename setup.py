@@ -98,6 +98,31 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
     return compile_args, [sanitize], [("PINPOOL_SANITIZERS", '"' + ",".join(kinds) + '"')]
 
 
+# The allocator and everything it needs; the audit report (Note [Audit hooks]) is a unit of its
+# own that a build may leave out, and the injected sanitizer defects go only into sanitized builds.
+CORE_SOURCES = [
+    "csrc/capture_registry.cpp",
+    "csrc/graph_pools.cpp",
+    "csrc/large_blocks.cpp",
+    "csrc/module.cpp",
+    "csrc/npu_runtime.cpp",
+    "csrc/pageable_copy_guard.cpp",
+    "csrc/pin_pool_allocator.cpp",
+    "csrc/strided_pinned_copy.cpp",
+]
+AUDIT_SOURCES = ["csrc/audit.cpp", "csrc/audit_sites.cpp", "csrc/completion_probe.cpp"]
+SANITIZER_SOURCES = ["csrc/sanitizer_selftest.cpp"]
+
+
+def _audit_sources() -> list[str]:
+    """``TORCH_NPU_PINPOOL_AUDIT=0`` builds without the audit report (then
+    ``TORCH_NPU_PINPOOL_REPORT`` only warns); unset or 1: with it."""
+    value = os.environ.get("TORCH_NPU_PINPOOL_AUDIT", "1").strip()
+    if value not in ("0", "1", ""):
+        _fail(f"TORCH_NPU_PINPOOL_AUDIT={value!r}: use 0 (build without the audit report) or 1.")
+    return [] if value == "0" else AUDIT_SOURCES
+
+
 def _extensions(info: dict):
     torch, BuildExtension, CppExtension = _import_torch()
     root = _torch_npu_root()
@@ -123,24 +148,11 @@ def _extensions(info: dict):
     san_compile, san_link, san_macros = _sanitizer_args()
     ext = CppExtension(
         name="torch_npu_pinpool._C",
-        sources=[
-            "csrc/audit.cpp",
-            "csrc/audit_sites.cpp",
-            "csrc/capture_registry.cpp",
-            "csrc/completion_probe.cpp",
-            "csrc/graph_pools.cpp",
-            "csrc/large_blocks.cpp",
-            "csrc/module.cpp",
-            "csrc/npu_runtime.cpp",
-            "csrc/pageable_copy_guard.cpp",
-            "csrc/pin_pool_allocator.cpp",
-            "csrc/sanitizer_selftest.cpp",
-            "csrc/strided_pinned_copy.cpp",
-        ],
+        sources=CORE_SOURCES + _audit_sources() + (SANITIZER_SOURCES if san_macros else []),
         include_dirs=include_dirs,
         library_dirs=[lib_dir],
         libraries=["torch_npu"],
-        define_macros=san_macros,
+        define_macros=san_macros + [("PINPOOL_AUDIT", "1" if _audit_sources() else "0")],
         extra_compile_args=["-O2", "-fvisibility=hidden", *san_compile],
         # Find libtorch_npu.so (and torch's libs) next to us in site-packages.
         extra_link_args=[

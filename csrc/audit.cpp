@@ -133,6 +133,7 @@ struct BlockFacts {
   uint64_t write_epoch{0};    // device writes ever enqueued into it
   bool stream_used{false};    // a pool block a stream used since it was last free
   const void* pool{nullptr};  // its graph pool, once a captured copy used it
+  std::vector<uint64_t> graphs;  // graphs whose captured copies used it (some may be dead)
 };
 
 struct HostRange {
@@ -174,6 +175,7 @@ struct Check {
 struct Audit::State {
   ska::flat_hash_map<void*, BlockFacts> blocks;
   ska::flat_hash_map<uint64_t, GraphFacts> graphs;
+  ska::flat_hash_map<uint64_t, bool> live_graphs;  // graphs not dead -> capturing
   // Note [Released pools]: graph pools a stream used a capture-time block of, and the released
   // ids of such pools (torch_npu >= 2.11 would still list them).
   ska::flat_hash_set<const void*> pools_with_used_blocks;
@@ -202,6 +204,8 @@ void Audit::enable(std::vector<std::string> library_dirs, std::string cwd) {
 }
 
 Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
+
+AllocatorObserver* audit_observer() { return Audit::get(); }
 
 void Audit::add(Hazard kind, const char* shape, uint64_t bytes,
                 std::initializer_list<SiteId> sites, uint64_t count) {
@@ -253,12 +257,13 @@ CopyScope::HostSide copy_in(void* block, size_t block_size) {
 }
 }  // namespace
 
-void Audit::note_alloc(void* block, SiteId site) {
+void Audit::allocated(void* block) {
+  const SiteId site = site_here();
   std::lock_guard<std::mutex> lock(mutex_);
   state_->blocks[block].alloc_site = site;
 }
 
-void Audit::note_eager_copy(void* block, size_t block_size, const Stream& stream) {
+void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
   if (in_capture(stream)) {
     return;  // a captured copy: its graph's replays are checked
   }
@@ -306,10 +311,14 @@ void Audit::note_eager_copy(void* block, size_t block_size, const Stream& stream
   }
 }
 
-void Audit::note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
-                              c10::DeviceIndex device) {
+void Audit::used_by_capture(void* block, size_t block_size, const void* pool, uint64_t graph,
+                            c10::DeviceIndex device) {
   const CopyScope::HostSide side = copy_in(block, block_size);
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint64_t>& users = state_->blocks[block].graphs;
+  if (std::find(users.begin(), users.end(), graph) == users.end()) {
+    users.push_back(graph);
+  }
   GraphFacts& facts = state_->graphs[graph];
   if (pool != nullptr) {
     BlockFacts& used = state_->blocks[block];
@@ -337,16 +346,36 @@ void Audit::note_captured_use(void* block, size_t block_size, const void* pool, 
 // ---------------------------------------------------------------------------------------
 // Hazards the plugin prevented
 
-void Audit::note_freed_while_used(void* block, size_t block_size, bool pool_block,
-                                  bool graph_capturing) {
+void Audit::freed(void* block, size_t block_size, bool pool_block) {
   std::lock_guard<std::mutex> lock(mutex_);
+  auto facts = state_->blocks.find(block);
+  if (facts == state_->blocks.end()) {
+    return;  // no captured copy used it
+  }
+  std::vector<uint64_t>& users = facts->second.graphs;
+  bool graph_lives = false;
+  bool graph_capturing = false;
+  users.erase(std::remove_if(users.begin(), users.end(),
+                             [&](uint64_t graph) {
+                               auto it = state_->live_graphs.find(graph);
+                               if (it == state_->live_graphs.end()) {
+                                 return true;  // dead: forgotten
+                               }
+                               graph_lives = true;
+                               graph_capturing |= it->second;
+                               return false;
+                             }),
+              users.end());
+  if (!graph_lives) {
+    return;
+  }
   const char* shape = pool_block         ? kPinnedInCapture
                       : graph_capturing ? kPinnedBeforeFreedInCapture
                                         : kPinnedBeforeFreedAfter;
-  add(Hazard::kRecycledByNative, shape, block_size, {state_->blocks[block].alloc_site});
+  add(Hazard::kRecycledByNative, shape, block_size, {facts->second.alloc_site});
 }
 
-void Audit::note_pool_block_settled(void* block, size_t block_size) {
+void Audit::pool_block_settled(void* block, size_t block_size) {
   std::lock_guard<std::mutex> lock(mutex_);
   BlockFacts& facts = state_->blocks[block];
   if (facts.stream_used) {
@@ -374,8 +403,7 @@ void Audit::note_pool_block_settled(void* block, size_t block_size) {
 // is any later release of that id. A capture that raised inside `with torch.npu.graph` but whose capture_end succeeded
 // (e.g. an illegal synchronize, refused with 107027 while the capture goes on) is an ordinary
 // capture: its blocks are the other shapes'.
-void Audit::note_capture_failed(const void* pool, MempoolId id, uint64_t blocks,
-                                uint64_t bytes) {
+void Audit::capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& state = *state_;
   std::vector<SiteId> sites;
@@ -409,7 +437,7 @@ void Audit::note_capture_failed(const void* pool, MempoolId id, uint64_t blocks,
 // docs/problem.md, defect 2). A released pool without one is not counted (torch_npu alone
 // asserts there too only if no empty_cache ran between, e.g. capture_begin called directly:
 // not reported). A released id is forgotten once captured into again: a new pool.
-void Audit::note_pool_released(MempoolId id, const void* pool) {
+void Audit::pool_released(MempoolId id, const void* pool) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& state = *state_;
   for (auto& [block, facts] : state.blocks) {
@@ -425,7 +453,8 @@ void Audit::note_pool_released(MempoolId id, const void* pool) {
   }
 }
 
-void Audit::note_capture_into(MempoolId id, SiteId site) {
+void Audit::capture_into(MempoolId id) {
+  const SiteId site = site_here();
   std::lock_guard<std::mutex> lock(mutex_);
   auto& released = state_->released_pools;
   auto it = std::find(released.begin(), released.end(), id);
@@ -435,9 +464,15 @@ void Audit::note_capture_into(MempoolId id, SiteId site) {
   }
 }
 
-void Audit::note_graph_died(uint64_t graph) {
+void Audit::graph_capturing(uint64_t graph, bool capturing) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->live_graphs[graph] = capturing;
+}
+
+void Audit::graph_died(uint64_t graph) {
   std::lock_guard<std::mutex> lock(mutex_);
   state_->graphs.erase(graph);
+  state_->live_graphs.erase(graph);
 }
 
 void Audit::note_pageable_copy(size_t bytes) {

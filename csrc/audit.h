@@ -4,19 +4,11 @@
 // call; audit.cpp owns the record, audit_sites.cpp the Python stack (sites),
 // completion_probe.h the runtime mechanism that checks a copy at its completion.
 //
-// Note [Audit hooks]
-// ~~~~~~~~~~~~~~~~~~
-// The report is enabled once, before the allocator is made (Audit::enable, from
-// TORCH_NPU_PINPOOL_REPORT at activation); the allocator keeps `Audit* const audit_`, null when
-// it is off. Off, nothing is added to the eager fast paths beyond one load of that pointer where
-// allocate / record_event already branch; every other hook sits on a slow path (captured use,
-// free of a captured or pool block, a block settling, a pool released, a capture begun, a
-// refused pageable copy) and costs a null test there. On, allocate and record_event leave the
-// fast path: allocate notes its site, record_event checks the copy (Note [Completion probes]).
-// Hooks called under the allocator's mutex_ take only the audit's own mutex (lock order:
-// allocator, then audit); sites need the GIL and are taken before any lock (site_here()).
+// The allocator reaches it through AllocatorObserver only (Note [Audit hooks],
+// allocator_observer.h).
 #pragma once
 
+#include "allocator_observer.h"
 #include "npu_runtime.h"
 #include "version_shim.h"
 
@@ -106,7 +98,7 @@ class ReplayCheck {
   Stream stream_;
 };
 
-class Audit {
+class Audit final : public AllocatorObserver {
  public:
   static constexpr size_t kMaxSites = 10;
 
@@ -119,26 +111,22 @@ class Audit {
   // library dirs. Takes the GIL: never call it while holding a lock.
   SiteId site_here();
 
-  // --- the allocator's hooks (Note [Audit hooks])
-  void note_alloc(void* block, SiteId site);
-  // record_event of a copy on a stream that is not capturing; before ATen records its event.
-  void note_eager_copy(void* block, size_t block_size, const Stream& stream);
-  // A captured copy uses `block` (under the allocator's mutex_); `pool`: the graph pool that
-  // owns it, null for a block pinned outside a capture.
-  void note_captured_use(void* block, size_t block_size, const void* pool, uint64_t graph,
-                         c10::DeviceIndex device);
-  // The tensor of `block` died while a graph using it lives (recycled_by_native).
-  void note_freed_while_used(void* block, size_t block_size, bool pool_block,
-                             bool graph_capturing);
-  // A pool block became reusable after its graphs died (leaked_by_native).
-  void note_pool_block_settled(void* block, size_t block_size);
-  // A capture into `pool` (id `id`) failed at capture_end and its graph is let go; the pool
-  // held `blocks` blocks, `bytes` bytes then (leaked_by_native: Note [Failed captures]).
-  void note_capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes);
-  // released_pool_recapture (Note [Released pools]).
-  void note_pool_released(MempoolId id, const void* pool);
-  void note_capture_into(MempoolId id, SiteId site);
-  void note_graph_died(uint64_t graph);
+  // --- AllocatorObserver (Note [Audit hooks]): what the allocator tells the report.
+  void allocated(void* block) override;
+  void used_by_copy(void* block, size_t block_size, const Stream& stream) override;
+  void used_by_capture(void* block, size_t block_size, const void* pool, uint64_t graph,
+                       c10::DeviceIndex device) override;
+  // recycled_by_native when a graph that uses the block lives.
+  void freed(void* block, size_t block_size, bool pool_block) override;
+  void pool_block_settled(void* block, size_t block_size) override;  // leaked_by_native
+  void graph_capturing(uint64_t graph, bool capturing) override;
+  void graph_died(uint64_t graph) override;
+  void capture_into(MempoolId id) override;  // released_pool_recapture (Note [Released pools])
+  // leaked_by_native: Note [Failed captures].
+  void capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes) override;
+  void pool_released(MempoolId id, const void* pool) override;  // Note [Released pools]
+
+  // --- the copy kernel wrapper and the hooks on NPUGraph
   void note_pageable_copy(size_t bytes);
   void note_host_function();
 

@@ -2,7 +2,6 @@
 // begun, learns its runtime capture, ends (or fails to), is replayed, and dies (reset, garbage
 // collection, or a capture that ended without a graph); each is one call here. What a graph's
 // death does to its blocks is graph_pools.cpp's (Note [Graph ownership of blocks]).
-#include "audit.h"
 #include "pin_pool_allocator.h"
 
 #include <c10/util/Exception.h>
@@ -142,7 +141,9 @@ void PinPoolHostAllocatorImpl::start_capture_locked(CapturedGraph* graph, Captur
 void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
   graph->filter = std::move(filter);
   graph->state = CapturedGraph::State::kCapturing;
-  count_uses(*graph, 0, +1);
+  if (observer_ != nullptr) {
+    observer_->graph_capturing(graph->handle, true);
+  }
   graph->pool->capturing++;
   capturing_.push_back(graph);
   captures_underway_.fetch_add(1, std::memory_order_relaxed);
@@ -175,7 +176,9 @@ void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
   graph->pool->capturing--;
   graph->filter = nullptr;
   graph->state = CapturedGraph::State::kAlive;
-  count_uses(*graph, 0, -1);
+  if (observer_ != nullptr) {
+    observer_->graph_capturing(graph->handle, false);
+  }
 }
 
 // The graph is gone (or never came to be): it drops its pool use now and its blocks once its
@@ -189,11 +192,10 @@ void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
     t_announced = nullptr;
   }
   graphs_.erase(graph->handle);
-  if (audit_ != nullptr) {
-    audit_->note_graph_died(graph->handle);
+  if (observer_ != nullptr) {
+    observer_->graph_died(graph->handle);
   }
   graph->state = CapturedGraph::State::kDead;
-  count_uses(*graph, -1, 0);
   if (graph->pool != nullptr) {
     if (!graph->announced) {
       graph->pool->unannounced--;
@@ -244,8 +246,8 @@ void refuse_expandable_segments() {
 
 uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
   refuse_expandable_segments();
-  if (audit_ != nullptr) {  // released_pool_recapture; its site needs the GIL: before the lock
-    audit_->note_capture_into(pool_id, audit_->site_here());
+  if (observer_ != nullptr) {  // released_pool_recapture; it may take the GIL: before the lock
+    observer_->capture_into(pool_id);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = new_graph_locked(/*announced=*/true);
@@ -379,9 +381,9 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
     }
     return true;
   }
-  if (audit_ != nullptr && graph->pool != nullptr) {  // Note [Failed captures]
+  if (observer_ != nullptr && graph->pool != nullptr) {  // Note [Failed captures]
     const GraphPool& pool = *graph->pool;
-    audit_->note_capture_failed(&pool, pool.id, pool.blocks, pool.bytes_held);
+    observer_->capture_failed(&pool, pool.id, pool.blocks, pool.bytes_held);
   }
   kill_graph_locked(graph, released);
   return false;
@@ -522,9 +524,9 @@ bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
 
 // A captured operation on `graph`'s stream reads or writes `block`.
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
-  if (audit_ != nullptr) {
-    audit_->note_captured_use(block->ptr_, block->size_, block->pool_, graph.handle,
-                              graph.device);
+  if (observer_ != nullptr) {
+    observer_->used_by_capture(block->ptr_, block->size_, block->pool_, graph.handle,
+                               graph.device);
   }
   if (block->last_user_ == graph.handle) {
     return true;  // counted already (the usual repeat: a loop of copies from one buffer)
@@ -532,24 +534,10 @@ bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGrap
   block->last_user_ = graph.handle;
   graph.blocks.push_back(block);
   block->graph_uses_++;
-  if (audit_ != nullptr) {
-    block->live_uses_++;
-    block->capturing_uses_ += graph.state == CapturedGraph::State::kCapturing ? 1 : 0;
-  }
-  if (block->pool_ == nullptr) {
-    block->captured_.store(true);
+  if (block->state() == BlockState::kInUse) {
+    block->set_state(BlockState::kGraphUsed);  // Note [Block states]: its free takes the slow path
   }
   return true;
-}
-
-void PinPoolHostAllocatorImpl::count_uses(const CapturedGraph& graph, int live, int capturing) {
-  if (audit_ == nullptr) {
-    return;
-  }
-  for (PinBlock* block : graph.blocks) {
-    block->live_uses_ += live;
-    block->capturing_uses_ += capturing;
-  }
 }
 
 }  // namespace torch_npu_pinpool

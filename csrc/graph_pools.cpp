@@ -3,7 +3,6 @@
 // processed here too (process_pending).
 #include "pin_pool_allocator.h"
 
-#include "audit.h"
 #include "large_blocks.h"
 
 #include <c10/util/Exception.h>
@@ -24,20 +23,17 @@ size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 // A captured copy keeps the host *address*; every replay reads or writes the bytes there as
 // they are at that moment. So each graph lists the blocks its captured work uses
 // (record_captured_use), whether a block was allocated inside a capture (a pool block) or
-// before it (a default-pool block, then marked captured_), and whichever pool the graph
-// captures into: a tensor kept from one graph and read by another graph's capture is used by
-// both. Each block counts its entries in those lists (graph_uses_), and finish_graph_locked
-// takes them back. A graph lists a block once per run of uses (last_user_): a block used by two
-// captures in turn may be listed twice by one graph, and counted twice; the count stays exact.
-// A block is never handed out again while
-//   * its tensor is alive (allocated_), or
-//   * a graph that lists it exists, or died and its replays may still run (its fence is not
-//     complete: Note [Replay fences]), or
-//   * an eager copy from it may still run (events_pending_: the fence recorded when its
-//     tensor died, Note [Eager-use fences]).
-// Once none holds (settle_locked), a pool block goes to its pool's free list while the pool
-// lives, else back to the system; a default-pool block whose tensor died while it was
-// captured goes to ATen's free path then (Base::free, with no stream left to fence).
+// before it (a default-pool block), and whichever pool the graph captures into: a tensor kept
+// from one graph and read by another graph's capture is used by both. Each block counts its
+// entries in those lists (graph_uses_), and finish_graph_locked takes them back. A graph lists a
+// block once per run of uses (last_user_): a block used by two captures in turn may be listed
+// twice by one graph, and counted twice; the count stays exact. A block is never handed out
+// again while its tensor is alive (kInUse, kGraphUsed), a graph that lists it exists or died
+// with replays that may still run (kGraphUsed, kGraphOwned: its fence is not complete, Note
+// [Replay fences]), or an eager copy from it may still run (kAwaitingCopies: Note [Eager-use
+// fences]). Once none holds (settle_locked: kFree), a pool block goes to its pool's free list
+// while the pool lives, else back to the system; a default-pool block goes to ATen's free path
+// (Base::free, with no stream left to fence).
 //
 // Note [Pool lifetime]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -113,7 +109,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
     if (fits != free_list.end()) {
       PinBlock* block = *fits;
       free_list.erase(fits);
-      block->allocated_ = true;
+      block->set_state(BlockState::kInUse);
       pool.blocks_in_use++;
       pool.bytes_in_use += block->size_;
       own_stats_.handed_out(block->size_);
@@ -121,12 +117,11 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
     }
   }
   // The capture holds a use of `pool`, so it stays alive while we allocate unlocked.
-  auto block = std::make_unique<PinBlock>(rounded, nullptr, &pool);
+  auto block = std::make_unique<PinBlock>(rounded, &pool, /*large=*/false);
   const auto start = std::chrono::steady_clock::now();
   block->ptr_ = allocate_raw(rounded, block.get());
   add_host_time(stats_.host_alloc_time, start);  // Note [Stats of our own blocks]
   own_stats_.pinned(rounded);
-  block->allocated_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   pool.blocks++;
   pool.blocks_in_use++;
@@ -146,7 +141,7 @@ UseFence take_use_fence(PinBlock* block) {
   return UseFence(std::move(streams));
 }
 
-// The slow free: a graph-pool block, a default-pool block a graph uses (captured_), or any
+// The slow free: a graph-pool block, a default-pool block a graph uses (kGraphUsed), or any
 // block freed while a capture is underway. Its eager uses are fenced now, when the tensor dies
 // (Note [Eager-use fences]); it is handed out again once it settles.
 void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
@@ -155,13 +150,10 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
   UseFence fence = take_use_fence(block);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (audit_ != nullptr) {
-      audit_free_locked(block);
+    if (observer_ != nullptr) {
+      observer_->freed(block->ptr_, block->size_, block->pool_ != nullptr);
     }
-    if (block->pool_ == nullptr) {
-      block->free_deferred_ = true;  // ATen's free runs once the block settles
-    } else {
-      block->allocated_ = false;
+    if (block->pool_ != nullptr) {
       block->pool_->blocks_in_use--;
       block->pool_->bytes_in_use -= block->size_;
       own_stats_.freed(block->size_);
@@ -169,7 +161,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
     if (fence.empty()) {
       settle_locked(block, released, base_frees);
     } else {
-      block->events_pending_ = true;
+      block->set_state(BlockState::kAwaitingCopies);
       pending_blocks_.emplace_back(block, std::move(fence));
       update_pending_locked();
     }
@@ -179,37 +171,26 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
   }
 }
 
-// recycled_by_native: the tensor of a block that a live graph's captured copies use dies.
-void PinPoolHostAllocatorImpl::audit_free_locked(PinBlock* block) {
-  if (block->live_uses_ != 0) {
-    audit_->note_freed_while_used(block->ptr_, block->size_, block->pool_ != nullptr,
-                                  block->capturing_uses_ != 0);
-  }
-}
-
 // ---------------------------------------------------------------------------------------
 // Where a block goes: Note [Graph ownership of blocks], Note [Pool lifetime]
 
+// A block whose tensor died and whose eager copies ran: graph-owned while graphs list it,
+// else free (Note [Block states]).
 void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
                                              std::vector<c10::DataPtr>& released,
                                              std::vector<PinBlock*>& base_frees) {
   if (block->graph_uses_ != 0) {
+    block->set_state(BlockState::kGraphOwned);
     return;
   }
+  block->set_state(BlockState::kFree);
   GraphPool* pool = block->pool_;
   if (pool == nullptr) {
-    block->captured_.store(false);  // its next free takes the fast path
-    if (block->free_deferred_ && !block->events_pending_) {
-      block->free_deferred_ = false;
-      base_frees.push_back(block);  // ATen's free: no stream left to fence, cached at once
-    }
+    base_frees.push_back(block);  // ATen's free: no stream left to fence, cached at once
     return;
   }
-  if (block->allocated_ || block->events_pending_) {
-    return;
-  }
-  if (audit_ != nullptr) {
-    audit_->note_pool_block_settled(block->ptr_, block->size_);  // leaked_by_native
+  if (observer_ != nullptr) {
+    observer_->pool_block_settled(block->ptr_, block->size_);  // leaked_by_native
   }
   if (pool->released) {
     give_back_locked(block, released);
@@ -245,8 +226,8 @@ void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
     return;
   }
   pool->released = true;
-  if (audit_ != nullptr) {
-    audit_->note_pool_released(pool->id, pool);  // Note [Released pools]
+  if (observer_ != nullptr) {
+    observer_->pool_released(pool->id, pool);  // Note [Released pools]
   }
   auto it = pools_.find(PoolKey{pool->device, pool->id});
   if (it != pools_.end() && it->second == pool) {
@@ -266,8 +247,14 @@ void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
                                                    std::vector<c10::DataPtr>& released,
                                                    std::vector<PinBlock*>& base_frees) {
   for (PinBlock* block : graph->blocks) {
-    block->graph_uses_--;
-    settle_locked(block, released, base_frees);
+    if (--block->graph_uses_ != 0) {
+      continue;
+    }
+    if (block->state() == BlockState::kGraphUsed) {
+      block->set_state(BlockState::kInUse);  // its tensor lives: a default-pool one's free is ATen's
+    } else if (block->state() == BlockState::kGraphOwned) {
+      settle_locked(block, released, base_frees);
+    }  // kAwaitingCopies: its eager-use fence settles it
   }
   delete graph;
 }
@@ -341,7 +328,6 @@ void PinPoolHostAllocatorImpl::settle_eager_freed(GivenBack& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < waiting.size(); ++i) {
     if (done[i]) {
-      waiting[i].first->events_pending_ = false;
       settle_locked(waiting[i].first, out.released, out.base_frees);
     } else {
       pending_blocks_.push_back(std::move(waiting[i]));
@@ -436,6 +422,28 @@ void PinPoolHostAllocatorImpl::fence_dead_graphs(bool wait, GivenBack& out) {
 
 // ---------------------------------------------------------------------------------------
 // Introspection
+
+const char* block_state_name(BlockState state) {
+  switch (state) {
+    case BlockState::kFree:
+      return "free";
+    case BlockState::kInUse:
+      return "in_use";
+    case BlockState::kGraphUsed:
+      return "graph_used";
+    case BlockState::kGraphOwned:
+      return "graph_owned";
+    case BlockState::kAwaitingCopies:
+      return "awaiting_copies";
+  }
+  return "?";
+}
+
+const char* PinPoolHostAllocatorImpl::block_state(const void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);  // a pool block is deleted under it
+  const PinBlock* block = find_block(ptr);
+  return block == nullptr ? nullptr : block_state_name(block->state());
+}
 
 std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {
   std::lock_guard<std::mutex> lock(mutex_);

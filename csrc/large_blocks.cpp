@@ -145,20 +145,18 @@ PinBlock* LargeBlocks::take(size_t rounded) {
   PinBlock* block = best->block;
   cached_.erase(best);
   idle_bytes_ -= block->size_;
-  block->allocated_ = true;
+  block->set_state(BlockState::kInUse);
   stats_->handed_out(pinned_bytes(block->size_));
   return block;
 }
 
 void LargeBlocks::add(PinBlock* block) {
-  block->allocated_ = true;
   stats_->pinned(pinned_bytes(block->size_));
 }
 
 void LargeBlocks::put(PinBlock* block) {
   Cached item{block, take_use_fence(block)};
   std::lock_guard<std::mutex> lock(mutex_);
-  block->allocated_ = false;
   stats_->freed(pinned_bytes(block->size_));
   idle_bytes_ += block->size_;
   cached_.push_back(std::move(item));  // newest last: eviction takes from the front

@@ -57,12 +57,11 @@ class LargeBlocks {
  public:
   explicit LargeBlocks(OwnBlockStats* stats) : stats_(stats) {}
 
-  // A cached block that holds `rounded` bytes whose eager uses completed, or null. Marks it
-  // allocated.
+  // A cached block that holds `rounded` bytes whose eager uses completed, or null; kInUse.
   PinBlock* take(size_t rounded);
-  // A new block, just pinned (large_, ptr_ and size_ set): counted, and marked allocated.
+  // A new block, just pinned (large_, ptr_ and size_ set; kInUse): counted.
   void add(PinBlock* block);
-  // A freed block, with the fence of its eager uses (Note [Eager-use fences]): neither reused
+  // A freed block (kFree), with the fence of its eager uses (Note [Eager-use fences]): neither reused
   // nor given back before the fence is done.
   void put(PinBlock* block);
   // Removes and returns cached blocks whose events completed, oldest first, until at most

@@ -2,10 +2,17 @@
 // are the ones of Note [Graph handles] (capture_registry.cpp), one each; _hooks.py calls them.
 #include <torch/extension.h>
 
-#include "audit.h"
 #include "pageable_copy_guard.h"
 #include "pin_pool_allocator.h"
+#if PINPOOL_AUDIT
+#include "audit.h"
+#endif
+#ifdef PINPOOL_SANITIZERS  // setup.py: TORCH_NPU_PINPOOL_SANITIZE
 #include "sanitizer_selftest.h"
+#define PINPOOL_SANITIZER_NAMES PINPOOL_SANITIZERS
+#else
+#define PINPOOL_SANITIZER_NAMES ""
+#endif
 
 namespace torch_npu_pinpool {
 namespace {
@@ -38,6 +45,7 @@ py::list pool_stats() {
   return out;
 }
 
+#if PINPOOL_AUDIT
 Audit& audit() {
   Audit* audit = Audit::get();
   TORCH_CHECK(audit != nullptr,
@@ -91,6 +99,24 @@ void audit_replay(uint64_t handle, const py::function& replay) {
   a.replay_end(std::move(check));
 }
 
+void def_audit(py::module_& m) {
+  m.def("enable_report", [](std::vector<std::string> library_dirs, std::string cwd) {
+    Audit::enable(std::move(library_dirs), std::move(cwd));
+  });
+  m.def("report_enabled", [] { return Audit::get() != nullptr; });
+  m.def("install_copy_direction_scope", &install_copy_direction_scope);
+  m.def("audit_replay", &audit_replay);
+  m.def("audit_host_function", [] { audit().note_host_function(); });
+  m.def("report_data", &report_data);
+  m.def("report_checks", &report_checks);
+  m.def("report_close", [] { audit().close(); });
+}
+#else
+void def_audit(py::module_& m) {
+  m.def("report_enabled", [] { return false; });
+}
+#endif
+
 }  // namespace
 }  // namespace torch_npu_pinpool
 
@@ -100,10 +126,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.attr("built_with_torch") =
       std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
   m.attr("aten_host_pools") = static_cast<bool>(PINPOOL_HAS_ATEN_HOST_POOLS);
-  m.attr("sanitizers") = std::string(pp::sanitizers());
-  // Note [Injected sanitizer reports]; raises in a normal build. Without the GIL: the data race
-  // runs two threads.
+  m.attr("sanitizers") = std::string(PINPOOL_SANITIZER_NAMES);
+  m.attr("audit_built") = static_cast<bool>(PINPOOL_AUDIT);  // setup.py: TORCH_NPU_PINPOOL_AUDIT
+#ifdef PINPOOL_SANITIZERS
+  // Note [Injected sanitizer reports]. Without the GIL: the data race runs two threads.
   m.def("inject_sanitizer_report", &pp::inject_sanitizer_report, release_gil());
+#endif
   m.def("prepare", [] { pp::prepare(); });
   m.def("activate", &pp::activate);
   m.def("is_active", &pp::is_registered);
@@ -137,16 +165,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("process_pending", [] { pp::impl().process_pending(); }, release_gil());
   m.def("pool_stats", &pp::pool_stats);
-  // The audit report (audit.h). enable_report must come before activate().
-  m.def("enable_report", [](std::vector<std::string> library_dirs, std::string cwd) {
-    pp::Audit::enable(std::move(library_dirs), std::move(cwd));
+  // Note [Block states]: the state of the block of ours at an address, or None.
+  m.def("block_state", [](uintptr_t ptr) -> py::object {
+    const char* state = pp::impl().block_state(reinterpret_cast<const void*>(ptr));
+    return state == nullptr ? py::object(py::none()) : py::object(py::str(state));
   });
-  m.def("report_enabled", [] { return pp::Audit::get() != nullptr; });
-  m.def("install_copy_direction_scope", &pp::install_copy_direction_scope);
-  m.def("audit_replay", &pp::audit_replay);
-  m.def("audit_host_function", [] { pp::audit().note_host_function(); });
-  // Note [Failed captures] (audit.cpp): from the NPUGraph.capture_end hook, before the graph goes.
-  m.def("report_data", &pp::report_data);
-  m.def("report_checks", &pp::report_checks);
-  m.def("report_close", [] { pp::audit().close(); });
+  // The audit report (audit.h); enable_report must come before activate(). A build without the
+  // audit (TORCH_NPU_PINPOOL_AUDIT=0) has report_enabled only.
+  pp::def_audit(m);
 }

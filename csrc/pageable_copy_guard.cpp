@@ -37,9 +37,11 @@
 #include <mutex>
 #include <optional>
 
-#include "audit.h"
 #include "pin_pool_allocator.h"
 #include "strided_pinned_copy.h"
+#if PINPOOL_AUDIT
+#include "audit.h"
+#endif
 
 namespace torch_npu_pinpool {
 
@@ -109,9 +111,11 @@ bool copy_during_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self,
     staged_copy_in_capture(impl, self, src, stream);
     return true;
   }
+#if PINPOOL_AUDIT
   if (Audit* audit = Audit::get()) {
     audit->note_pageable_copy(host.nbytes());  // pageable_copy_in_capture
   }
+#endif
   TORCH_CHECK(false, "torch_npu_pinpool: cannot copy ",
               to_device ? "a pageable (not pinned) CPU tensor to the NPU"
                         : "from the NPU into a pageable (not pinned) CPU tensor",
@@ -147,6 +151,7 @@ at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::
   return native_copy_(keys, self, src, non_blocking);
 }
 
+#if PINPOOL_AUDIT
 // With the audit report on (chosen at installation, so the kernel above is unchanged when it is
 // off): the copy's direction for record_event (Note [Copy direction]).
 template <bool kRefuse>
@@ -158,6 +163,7 @@ at::Tensor& audited_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::
   }
   return native_copy_(keys, self, src, non_blocking);
 }
+#endif
 
 bool install_copy_kernel(bool refuse) {
   static std::once_flag once;
@@ -174,13 +180,18 @@ bool install_copy_kernel(bool refuse) {
     // Leaked: deregistering at exit would race copies still in flight on other threads.
     g_guard_library = new torch::Library(torch::Library::IMPL, "aten",
                                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-    if (Audit::get() == nullptr) {
-      g_guard_library->impl("copy_", TORCH_FN(guarded_copy_));  // refuse: only with the report off
-    } else if (refuse) {
-      g_guard_library->impl("copy_", TORCH_FN(audited_copy_<true>));
-    } else {
-      g_guard_library->impl("copy_", TORCH_FN(audited_copy_<false>));
+#if PINPOOL_AUDIT
+    if (Audit::get() != nullptr) {
+      if (refuse) {
+        g_guard_library->impl("copy_", TORCH_FN(audited_copy_<true>));
+      } else {
+        g_guard_library->impl("copy_", TORCH_FN(audited_copy_<false>));
+      }
+      installed = true;
+      return;
     }
+#endif
+    g_guard_library->impl("copy_", TORCH_FN(guarded_copy_));  // refuse: only with the report off
     installed = true;
   });
   return installed;
@@ -191,7 +202,11 @@ bool install_copy_kernel(bool refuse) {
 bool install_pageable_copy_guard() { return install_copy_kernel(/*refuse=*/true); }
 
 bool install_copy_direction_scope() {
+#if PINPOOL_AUDIT
   return Audit::get() != nullptr && install_copy_kernel(/*refuse=*/false);
+#else
+  return false;
+#endif
 }
 
 #else  // torch 2.8 / 2.9: no way to reach torch_npu's copy_ kernel once replaced.

@@ -4,7 +4,6 @@
 // graphs: capture_registry.cpp.
 #include "pin_pool_allocator.h"
 
-#include "audit.h"
 #include "large_blocks.h"
 
 #include <Python.h>
@@ -36,7 +35,7 @@ PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
       large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
       large_(new LargeBlocks(&own_stats_)),
-      audit_(Audit::get()) {}
+      observer_(audit_observer()) {}
 
 // ---------------------------------------------------------------------------------------
 // Note [Block map]
@@ -66,6 +65,9 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_default(size_t size) 
   if (C10_UNLIKELY(t_unbound != nullptr)) {
     bind_base_block(out.first, out.second);
   }
+  if (out.second != nullptr) {
+    static_cast<PinBlock*>(out.second)->set_state(BlockState::kInUse);  // Note [Block states]
+  }
   return out;
 }
 
@@ -88,8 +90,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_large(size_t size) {
 }
 
 PinBlock* PinPoolHostAllocatorImpl::pin_large(size_t rounded) {
-  auto block = std::make_unique<PinBlock>(rounded, nullptr);
-  block->large_ = true;
+  auto block = std::make_unique<PinBlock>(rounded, /*pool=*/nullptr, /*large=*/true);
   give_back_idle_large(large_cache_limit());  // idle blocks above the cap: Note [Large blocks]
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -116,6 +117,7 @@ void PinPoolHostAllocatorImpl::give_back_idle_large(size_t keep_bytes) {
 }
 
 void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
+  block->set_state(BlockState::kFree);
   if (block->large_) {
     large_->put(block);
   } else {
@@ -216,13 +218,13 @@ bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
 // allocate / free / record_event: Note [Fast path]
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
-  if (C10_UNLIKELY(audit_ != nullptr)) {
-    return allocate_audited(size);
+  auto out = C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)
+                 ? allocate_default(size)
+                 : allocate_during_capture(size);
+  if (C10_UNLIKELY(observer_ != nullptr) && out.first != nullptr) {
+    observer_->allocated(out.first);
   }
-  if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
-    return allocate_default(size);
-  }
-  return allocate_during_capture(size);
+  return out;
 }
 
 void PinPoolHostAllocatorImpl::free(void* ctx) {
@@ -230,8 +232,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
     return;
   }
   auto* block = static_cast<PinBlock*>(ctx);
-  if (C10_LIKELY(block->pool_ == nullptr &&
-                 !block->captured_.load(std::memory_order_relaxed) &&
+  if (C10_LIKELY(block->pool_ == nullptr && block->state() == BlockState::kInUse &&
                  captures_underway_.load(std::memory_order_relaxed) == 0)) {
     free_default(block);
     return;
@@ -240,8 +241,10 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
 }
 
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
-  if (C10_UNLIKELY(audit_ != nullptr)) {
-    audit_copy(ptr, ctx, s);  // before ATen's event: Note [Completion probes]
+  if (C10_UNLIKELY(observer_ != nullptr)) {  // before ATen's event: Note [Completion probes]
+    if (PinBlock* block = find_block(ptr)) {
+      observer_->used_by_copy(block->ptr_, block->size_, Stream(Stream::UNCHECKED, s));
+    }
   }
   if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
     if (Base::record_event(ptr, ctx, s)) {
@@ -288,26 +291,6 @@ bool PinPoolHostAllocatorImpl::record_use(void* ptr, void* ctx, Stream stream) {
   std::lock_guard<std::mutex> guard(block->mutex_);
   block->streams_.insert(stream);
   return true;
-}
-
-// ---------------------------------------------------------------------------------------
-// The audit report's hooks on the eager paths (Note [Audit hooks]): its sites need the GIL, so
-// they are taken here, outside every lock.
-
-std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_audited(size_t size) {
-  auto out = captures_underway_.load(std::memory_order_relaxed) == 0
-                 ? allocate_default(size)
-                 : allocate_during_capture(size);
-  if (out.first != nullptr) {
-    audit_->note_alloc(out.first, audit_->site_here());
-  }
-  return out;
-}
-
-void PinPoolHostAllocatorImpl::audit_copy(void* ptr, void* ctx, c10::Stream s) {
-  if (PinBlock* block = find_block(ptr)) {
-    audit_->note_eager_copy(block->ptr_, block->size_, Stream(Stream::UNCHECKED, s));
-  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,11 +20,11 @@
 //
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
-// Eager code pays one relaxed atomic load (and one size compare; free: two loads) per call on
-// top of ATen's allocator:
+// Eager code pays one relaxed atomic load (and one size compare; free: two loads; allocate and
+// free: one relaxed store of the block's state) per call on top of ATen's allocator:
 //   allocate:      captures_underway_ == 0        -> Base::allocate (or, for a request of at
 //                                                    least large_threshold_, LargeBlocks)
-//   free:          !block->pool_ && !captured_    -> Base::free (or LargeBlocks for a large_ one)
+//   free:          !block->pool_ && kInUse        -> Base::free (or LargeBlocks for a large_ one)
 //                  && captures_underway_ == 0
 //   record_event:  captures_underway_ == 0        -> Base::record_event (pool blocks and
 //                                                    foreign tensors only on a miss)
@@ -36,6 +36,7 @@
 // host_empty_cache() after a graph's last use gives its blocks back.
 #pragma once
 
+#include "allocator_observer.h"
 #include "npu_runtime.h"
 #include "own_block_stats.h"
 #include "version_shim.h"
@@ -80,30 +81,42 @@ struct PoolKeyHash {
   }
 };
 
+// Note [Block states]
+// ~~~~~~~~~~~~~~~~~~~
+// Who may have a block next is its state, drawn once in docs/design.md ("Block states"):
+//   kFree           cached for reuse: its pool's free list, ATen's free path (which waits for
+//                   the events of its eager copies), or LargeBlocks' cache
+//   kInUse          handed out, its tensor alive, no graph lists it
+//   kGraphUsed      its tensor alive, and graphs list it (graph_uses_ > 0)
+//   kGraphOwned     its tensor dead; graphs that list it live, or their replays may still run
+//   kAwaitingCopies its tensor dead; eager copies from it may still run (its eager-use fence,
+//                   Note [Eager-use fences]); graphs may list it too
+// A block is handed out again only from kFree. The eager paths (ATen's Base and LargeBlocks)
+// move a default-pool block between kFree and kInUse with one relaxed store each way; every
+// other transition is made under the allocator's mutex_. The free fast path reads it: only a
+// kInUse block's free is ATen's (Note [Fast path]).
+enum class BlockState : uint8_t { kFree, kInUse, kGraphUsed, kGraphOwned, kAwaitingCopies };
+const char* block_state_name(BlockState state);
+
 struct PinBlock : at::HostBlock<Stream> {
   PinBlock(size_t size, void* ptr) : at::HostBlock<Stream>(size, ptr) {}
-  PinBlock(size_t size, void* ptr, GraphPool* pool)
-      : at::HostBlock<Stream>(size, ptr), pool_(pool) {}
+  PinBlock(size_t size, GraphPool* pool, bool large)
+      : at::HostBlock<Stream>(size, nullptr), pool_(pool), large_(large) {}
+
+  void set_state(BlockState state) { state_.store(state, std::memory_order_relaxed); }
+  BlockState state() const { return state_.load(std::memory_order_relaxed); }
 
   // The graph pool that owns this block; null for default-pool blocks. Immutable.
   GraphPool* const pool_{nullptr};
-  // A default-pool block that a captured operation uses (graph_uses_ not 0): its free goes
-  // through the slow path. See Note [Graph ownership of blocks].
-  std::atomic<bool> captured_{false};
-  // Guarded by PinPoolHostAllocatorImpl::mutex_ (and allocated_ of pool blocks):
-  // Its entries in the `blocks` lists of graphs not yet finished (Note [Graph ownership of
-  // blocks]): counts, so one persistent buffer read by thousands of graphs costs each capture
-  // and each finished graph one increment or decrement, and a block keeps no table.
-  uint32_t graph_uses_{0};  // of graphs capturing, alive, or dead with replays in flight
-  // Of which by graphs not dead, and by graphs capturing: counted only with the audit report
-  // on, their only reader (a reset then touches none of its graph's blocks).
-  uint32_t live_uses_{0};
-  uint32_t capturing_uses_{0};
-  uint64_t last_user_{0};       // handle of the graph that recorded its last use; never reused
-  bool free_deferred_{false};   // default-pool block freed while graph_uses_ was not 0
-  bool events_pending_{false};  // freed, waiting for its eager-use fence
   // A default-pool block owned by LargeBlocks, not by ATen's Base (Note [Large blocks]).
-  bool large_{false};  // immutable
+  const bool large_{false};
+  std::atomic<BlockState> state_{BlockState::kInUse};  // Note [Block states]
+  // Guarded by PinPoolHostAllocatorImpl::mutex_:
+  // Its entries in the `blocks` lists of graphs not yet finished (Note [Graph ownership of
+  // blocks]): a count, so one buffer read by thousands of graphs costs each capture and each
+  // finished graph one increment or decrement, and a block keeps no table.
+  uint32_t graph_uses_{0};
+  uint64_t last_user_{0};  // handle of the graph that listed it last; never reused
 };
 
 // The fence of a freed block's eager uses: takes its streams_ (Note [Eager-use fences]).
@@ -120,7 +133,7 @@ struct GraphPool {
   bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
   std::vector<std::vector<PinBlock*>> free_blocks{64};  // reusable, by size index
   // What it owns: counts, not a set (a pool may hold thousands of blocks, and each is made
-  // in allocate_in_pool and ends in give_back_locked); in use: handed out (allocated_).
+  // in allocate_in_pool and ends in give_back_locked); in use: kInUse or kGraphUsed.
   size_t blocks{0};
   size_t blocks_in_use{0};
   size_t bytes_held{0};
@@ -170,7 +183,6 @@ struct PoolInfo {
 };
 
 class LargeBlocks;  // large_blocks.h
-class Audit;        // audit.h
 
 class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Stream, Event, PinBlock> {
   using Base = at::CachingHostAllocatorImpl<Stream, Event, PinBlock>;
@@ -216,6 +228,8 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
 
   // --- graph pools (graph_pools.cpp)
   std::vector<PoolInfo> pool_info();
+  // The state of the block that holds `ptr` (Note [Block states]); null if no block of ours.
+  const char* block_state(const void* ptr);
   // Gives back what dead graphs and freed pool blocks hold once their events completed.
   // wait: record every fence still unrecorded and wait for the fences (bounded) first.
   void process_pending(bool wait = false);
@@ -237,10 +251,6 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   // The default pool's allocate / free: requests >= large_threshold_ go to LargeBlocks instead
   // of ATen's Base (Note [Large blocks]).
   std::pair<void*, void*> allocate_default(size_t size);
-  // allocate / record_event with the audit report on (Note [Audit hooks], audit.h).
-  std::pair<void*, void*> allocate_audited(size_t size);
-  void audit_copy(void* ptr, void* ctx, c10::Stream stream);
-  void audit_free_locked(PinBlock* block);
   std::pair<void*, void*> allocate_large(size_t size);
   void free_default(PinBlock* block);
 
@@ -268,9 +278,6 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void stop_capture_locked(CapturedGraph* graph);
   void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
-  // With the audit report on: moves the live / capturing use counts of graph's blocks when it
-  // stops or resumes capturing, or dies.
-  void count_uses(const CapturedGraph& graph, int live, int capturing);
   bool runtime_still_captures(CapturedGraph* graph);
 
   // Graph pools internals (graph_pools.cpp).
@@ -301,7 +308,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   const size_t large_threshold_;     // SIZE_MAX when large blocks are off
   OwnBlockStats own_stats_;          // graph-pool and large blocks (Note [Stats of our own blocks])
   LargeBlocks* const large_;         // leaked with the allocator
-  Audit* const audit_;               // the audit report; null when it is off (Note [Audit hooks])
+  AllocatorObserver* const observer_;  // the audit report; null when off (Note [Audit hooks])
 
   // Note [Block map]: every block this allocator handed out, by address.
   struct MappedBlock {
@@ -316,7 +323,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::atomic<int> pending_{0};  // dead graphs + pool blocks waiting for events
 
   // Guards everything below, the graphs' and pools' fields, PinBlock's use counts /
-  // free_deferred_ / events_pending_, and the allocated_ flag of pool blocks. Only the slow
+  // state_ other than the eager kFree <-> kInUse moves. Only the slow
   // paths take it; it is never held while taking the GIL or while a block map DataPtr dies.
   std::mutex mutex_;
   uint64_t next_handle_{0};

@@ -11,7 +11,8 @@
 //   use_after_free   (address)    a PinBlock is deleted, then its graph_uses_ is read
 //   data_race        (thread)     two threads add to a GraphPool's bytes_held without mutex_
 //   signed_overflow  (undefined)  a block's byte count overflows an int
-// A normal build compiles none of them: the call raises, naming the build switch.
+// Only a sanitized build compiles this file (setup.py) and binds inject_sanitizer_report: the
+// production extension has none of it.
 #include "sanitizer_selftest.h"
 
 #include <c10/util/Exception.h>
@@ -21,17 +22,9 @@
 
 #include "pin_pool_allocator.h"
 
+#ifdef PINPOOL_SANITIZERS
 namespace torch_npu_pinpool {
 
-const char* sanitizers() {
-#ifdef PINPOOL_SANITIZERS
-  return PINPOOL_SANITIZERS;
-#else
-  return "";
-#endif
-}
-
-#ifdef PINPOOL_SANITIZERS
 namespace {
 
 bool built_with(const std::string& sanitizer) {
@@ -89,13 +82,6 @@ int64_t inject_sanitizer_report(const std::string& kind) {
               "' (use_after_free, data_race, signed_overflow).");
 }
 
-#else
-
-int64_t inject_sanitizer_report(const std::string& kind) {
-  TORCH_CHECK(false, "torch_npu_pinpool: this build has no injected defects (", kind,
-              "); build with TORCH_NPU_PINPOOL_SANITIZE=address,undefined or =thread.");
-}
-
-#endif
 
 }  // namespace torch_npu_pinpool
+#endif  // PINPOOL_SANITIZERS

@@ -1,4 +1,4 @@
-// Sanitized builds: what this build is instrumented with, and the defects injected on purpose
+// Sanitized builds only: the defects injected on purpose
 // (Note [Injected sanitizer reports] in sanitizer_selftest.cpp).
 #pragma once
 
@@ -7,10 +7,8 @@
 
 namespace torch_npu_pinpool {
 
-// The sanitizers this extension was built with ("address,undefined", "thread"), "" if none.
-const char* sanitizers();
-
-// Runs the injected defect `kind` (sanitized builds only; raises otherwise).
+// Runs the injected defect `kind`; raises if this build lacks the sanitizer it needs. Built and
+// bound only with TORCH_NPU_PINPOOL_SANITIZE (setup.py defines PINPOOL_SANITIZERS).
 int64_t inject_sanitizer_report(const std::string& kind);
 
 }  // namespace torch_npu_pinpool

@@ -6,6 +6,7 @@ point) or ``import torch_npu_pinpool`` activates it. ``TORCH_NPU_PINPOOL=0`` tur
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import os
@@ -14,7 +15,7 @@ from typing import Any
 
 from ._version import MIN_TORCH_NPU, __version__, check_torch_npu, env_off, major_minor
 
-__all__ = ["__version__", "activate", "is_active", "pool_stats", "mode", "report"]
+__all__ = ["__version__", "Activation", "activate", "is_active", "pool_stats", "mode", "report"]
 
 log = logging.getLogger("torch_npu_pinpool")
 _lock = threading.Lock()
@@ -69,27 +70,40 @@ def mode() -> str:
     return "backport" if major_minor(torch_npu.__version__) < (2, 11) else "native-present"
 
 
-def activate() -> bool:
+class Activation(enum.Enum):
+    """What ``activate()`` did. Only ``ACTIVATED`` is true, so ``if activate():`` reads as
+    "this call activated it"."""
+
+    ACTIVATED = "activated"  # this call registered the allocator
+    ALREADY_ACTIVE = "already_active"  # an earlier call (or the autoload) did
+    SWITCHED_OFF = "switched_off"  # TORCH_NPU_PINPOOL=0: nothing registered or patched
+
+    def __bool__(self) -> bool:
+        return self is Activation.ACTIVATED
+
+
+def activate() -> Activation:
     """Replace torch_npu's pinned host allocator and hook graph capture.
 
-    Returns True if this call activated it, False if it was active already or is switched
-    off with ``TORCH_NPU_PINPOOL=0`` (then nothing is registered or patched). Safe after
+    Returns which case happened (``Activation``; true only for ``ACTIVATED``). Safe after
     pinned tensors exist: their frees and events still go to torch_npu's allocator.
     """
     global _ext
     if _disabled():
-        return False
+        return Activation.SWITCHED_OFF
     # Outside the lock: when torch is not imported yet, `import torch` runs torch's backend
     # autoload, whose entry point calls _autoload() -> activate() on this same thread.
     _import_torch_npu()
     with _lock:
         if _ext is not None and _ext.is_active():
-            return False
+            return Activation.ALREADY_ACTIVE
         ext = _load_extension()
         from . import _report
 
         report = _report.requested()
-        if report is not None:  # before the allocator is made: csrc/audit.h
+        if report is not None and not ext.audit_built:
+            _report.warn_compiled_out()
+        elif report is not None:  # before the allocator is made: csrc/audit.h
             ext.enable_report(_report.library_dirs(), os.getcwd())
         from . import _hooks
 
@@ -115,7 +129,7 @@ def activate() -> bool:
                 __version__,
                 mode(),
             )
-        return newly
+        return Activation.ACTIVATED if newly else Activation.ALREADY_ACTIVE
 
 
 def is_active() -> bool:
@@ -147,6 +161,10 @@ def report(wait: float = 0.0) -> dict[str, Any]:
             f"torch_npu_pinpool.report: wait must be a number of seconds >= 0 (finite), got "
             f"{wait!r}."
         )
+    if _ext is not None and not _ext.audit_built:
+        from ._report import COMPILED_OUT
+
+        raise RuntimeError(COMPILED_OUT)
     if _ext is None or not _ext.report_enabled():
         raise RuntimeError(
             "torch_npu_pinpool: the report is off; set TORCH_NPU_PINPOOL_REPORT=1 (or a JSON "

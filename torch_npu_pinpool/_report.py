@@ -147,6 +147,21 @@ def requested() -> str | None:
     return "" if value.lower() in ("1", "true", "on", "yes") else value
 
 
+COMPILED_OUT = (
+    "torch_npu_pinpool: TORCH_NPU_PINPOOL_REPORT is set, but this build of torch_npu_pinpool has "
+    "the audit report compiled out (it was built with TORCH_NPU_PINPOOL_AUDIT=0): no report is "
+    "made. To get one, reinstall without that variable: `pip install --force-reinstall "
+    "--no-deps <torch_npu_pinpool source>`; or unset TORCH_NPU_PINPOOL_REPORT."
+)
+
+
+def warn_compiled_out() -> None:
+    """The report was asked for in a build without it: say so, and run without it."""
+    import warnings
+
+    warnings.warn(COMPILED_OUT, RuntimeWarning, stacklevel=3)
+
+
 def library_dirs() -> list[str]:
     """Frames in files under these are not the user's (csrc/audit_sites.cpp, Note [Sites])."""
     import torch

@@ -4,7 +4,11 @@ files in ``test/scenarios/``, run through the ``scenario`` fixture (``test/conft
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
+import sys
+import tempfile
 from importlib import metadata
 
 import pytest
@@ -60,3 +64,32 @@ TWO_DEVICES = {"SIMCANN_DEVICE_COUNT": "2"}
 # The CANN version the simulated runtime reports (torch_npu's pinned_mem_register needs >= 8.5):
 # configuration, not state (a real NPU host has the CANN it has and ignores the variable).
 CANN_8_5 = {"SIMCANN_CANN_VERSION": "8.5.0"}
+
+
+AUDIT_OUT = (
+    "the audit report is compiled out of this build (TORCH_NPU_PINPOOL_AUDIT=0 at build time): "
+    "rebuild without it to run the audit's tests"
+)
+
+
+@functools.lru_cache(maxsize=None)
+def audit_built() -> bool:
+    """Whether the installed extension has the audit report (``_C.audit_built``), asked once in
+    a child interpreter (this one imports no torch). A child that cannot tell counts as built,
+    so the audit's tests run and fail loudly rather than skip."""
+    code = "import torch, torch_npu, torch_npu_pinpool._C as c; print('AUDIT', c.audit_built)"
+    env = dict(os.environ, TORCH_NPU_PINPOOL="0", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tempfile.gettempdir(),  # not the checkout: its torch_npu_pinpool/ has no _C
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    return "AUDIT False" not in out
+
+
+def skip_without_audit() -> None:
+    if not audit_built():
+        pytest.skip(AUDIT_OUT)

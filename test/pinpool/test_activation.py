@@ -4,14 +4,20 @@ entry_point.py, late_activation.py (on the simulator it adds a 2 ms task delay).
 
 from __future__ import annotations
 
+import pytest
+
+from ._snippets import audit_built
+
 
 def test_import_activates_once(scenario):
     """With the plugin off nothing is registered: the same scenario reports inactive."""
     on = scenario("activate").result
-    assert on["active"] and on["still"] and on["again"] is False
+    assert on["active"] and on["still"]
+    assert (on["again"], on["again_true"]) == ("already_active", False)
     assert on["mode"] in ("backport", "native-present")
     off = scenario("activate", env={"TORCH_NPU_PINPOOL": "0"}).result
-    assert off["active"] is False and off["again"] is False and off["still"] is False
+    assert off["active"] is False and off["still"] is False
+    assert (off["again"], off["again_true"]) == ("switched_off", False)
 
 
 def test_off_switch_patches_nothing(scenario):
@@ -41,3 +47,15 @@ def test_activation_after_pinned_tensors_exist(scenario):
     native allocator handles everything, which is the behaviour required here."""
     r = scenario("late_activation")
     assert r.result == {"active": True, "ok": True, "fresh_pinned": True}
+
+
+def test_report_asked_of_a_build_without_the_audit_names_the_fix(scenario):
+    """A build with ``TORCH_NPU_PINPOOL_AUDIT=0``: ``TORCH_NPU_PINPOOL_REPORT=1`` warns once at
+    activation (the plugin still activates) and ``report()`` raises, both naming the rebuild."""
+    if audit_built():
+        pytest.skip("the audit report is built in (test_audit.py covers it)")
+    o = scenario("report_compiled_out", env={"TORCH_NPU_PINPOOL_REPORT": "1"}).result
+    assert o["active"] and o["audit_built"] is False
+    assert len(o["warnings"]) == 1, o["warnings"]
+    for message in (o["warnings"][0], o["report"]):
+        assert "compiled out" in message and "pip install --force-reinstall" in message, message

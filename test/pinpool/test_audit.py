@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from ._snippets import env_for, native_pools, pair
+from ._snippets import env_for, native_pools, pair, skip_without_audit
 
 REPORT = {"TORCH_NPU_PINPOOL_REPORT": "1"}
 KINDS = [
@@ -31,6 +31,11 @@ KINDS = [
 DELAY_US = "200000"  # keeps a copy queued far longer than the host takes to rewrite its bytes
 SLOW = pytest.mark.simulator  # the task delay is the simulator's
 SCENARIOS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_audit():
+    skip_without_audit()
 
 
 def _only(hazards: dict, kind: str) -> dict:

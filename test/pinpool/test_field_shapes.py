@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from ._snippets import CANN_8_5, ON_OFF, env_for, native_pools, pair
+from ._snippets import CANN_8_5, ON_OFF, env_for, native_pools, pair, skip_without_audit
 
 KiB = 1024
 REPORT = {"TORCH_NPU_PINPOOL_REPORT": "1"}
@@ -106,6 +106,7 @@ def test_audit_names_what_a_synchronize_in_a_capture_leaves(scenario, how):
     """The audit report: the capture-time blocks a stream used (the failed capture's and the
     later capture's, 4 KiB each) are leaked_by_native, and the capture into the pool id whose
     graph was released is released_pool_recapture (native: use_count > 0)."""
+    skip_without_audit()
     r = _failed(scenario, True, how, "reset", **REPORT)
     h = _leaked(r)
     assert (h["count"], h["bytes"]) == (2, 8 * KiB), h
@@ -120,6 +121,7 @@ def test_audit_names_the_pool_a_failed_capture_end_leaves(scenario, pool):
     the pool's two blocks (12 KiB) when the plugin lets the graph go, and the later capture's
     stream-used block (4 KiB): 16 KiB, what native holds at the end. A later capture into that
     pool id is no released_pool_recapture (natively the pool is still in use, so it works)."""
+    skip_without_audit()
     r = _failed(scenario, True, "unjoined", "reset", FAIL_POOL=pool, **REPORT)
     h = _leaked(r)
     later = "second" in r  # torch_npu 2.10 refuses the later capture (STILL_RECORDING)

@@ -1,13 +1,15 @@
 """Activation state after import: active, activate() again is a no-op, the mode.
 
-Plugin on and off alike (``TORCH_NPU_PINPOOL=0``: inactive, activate() still returns False).
+Plugin on and off alike (``TORCH_NPU_PINPOOL=0``: inactive, activate() says it is switched off).
 """
 
 from scenario import report, torch_npu_pinpool
 
 out = {}
 out["active"] = torch_npu_pinpool.is_active()
-out["again"] = torch_npu_pinpool.activate()  # no-op
+again = torch_npu_pinpool.activate()  # no-op
+out["again"] = again.value
+out["again_true"] = bool(again)
 out["mode"] = torch_npu_pinpool.mode()
 out["still"] = torch_npu_pinpool.is_active()
 report(out)

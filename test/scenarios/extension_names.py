@@ -4,4 +4,10 @@ from scenario import report
 
 import torch_npu_pinpool._C as ext
 
-report(sorted(name for name in vars(ext) if not name.startswith("__")))
+report(
+    {
+        "names": sorted(name for name in vars(ext) if not name.startswith("__")),
+        "audit_built": ext.audit_built,
+        "sanitizers": ext.sanitizers,
+    }
+)

@@ -98,20 +98,25 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
     return compile_args, [sanitize], [("PINPOOL_SANITIZERS", '"' + ",".join(kinds) + '"')]
 
 
-# The allocator and everything it needs; the audit report (Note [Audit hooks]) is a unit of its
-# own that a build may leave out, and the injected sanitizer defects go only into sanitized builds.
+# csrc/ by layer (docs/design.md, "Shape"): the allocator and everything it needs; the audit
+# report (Note [Audit hooks]) is a unit of its own that a build may leave out; the injected
+# sanitizer defects go only into sanitized builds. Sources include each other from csrc/.
 CORE_SOURCES = [
-    "csrc/capture_registry.cpp",
-    "csrc/graph_pools.cpp",
-    "csrc/large_blocks.cpp",
     "csrc/module.cpp",
-    "csrc/npu_runtime.cpp",
-    "csrc/pageable_copy_guard.cpp",
-    "csrc/pin_pool_allocator.cpp",
-    "csrc/strided_pinned_copy.cpp",
+    "csrc/core/pin_pool_allocator.cpp",
+    "csrc/core/large_blocks.cpp",
+    "csrc/graphs/capture_registry.cpp",
+    "csrc/graphs/graph_pools.cpp",
+    "csrc/copy/pageable_copy_guard.cpp",
+    "csrc/copy/strided_pinned_copy.cpp",
+    "csrc/runtime/npu_runtime.cpp",
 ]
-AUDIT_SOURCES = ["csrc/audit.cpp", "csrc/audit_sites.cpp", "csrc/completion_probe.cpp"]
-SANITIZER_SOURCES = ["csrc/sanitizer_selftest.cpp"]
+AUDIT_SOURCES = [
+    "csrc/audit/audit.cpp",
+    "csrc/audit/audit_sites.cpp",
+    "csrc/audit/completion_probe.cpp",
+]
+SANITIZER_SOURCES = ["csrc/testing/sanitizer_selftest.cpp"]
 
 
 def _audit_sources() -> list[str]:
@@ -141,9 +146,9 @@ def _extensions(info: dict):
         )
 
     include = os.path.join(root, "include")
-    # The ACL headers' root moved inside the wheel (see csrc/version_shim.h).
+    # The ACL headers' root moved inside the wheel (see csrc/runtime/version_shim.h).
     candidates = [include, os.path.join(include, "third_party", "acl", "inc")]
-    include_dirs = [d for d in candidates if os.path.isdir(d)]
+    include_dirs = ["csrc"] + [d for d in candidates if os.path.isdir(d)]
     lib_dir = os.path.join(root, "lib")
     san_compile, san_link, san_macros = _sanitizer_args()
     ext = CppExtension(

@@ -2,13 +2,13 @@
 // are the ones of Note [Graph handles] (capture_registry.cpp), one each; _hooks.py calls them.
 #include <torch/extension.h>
 
-#include "pageable_copy_guard.h"
-#include "pin_pool_allocator.h"
+#include "copy/pageable_copy_guard.h"
+#include "core/pin_pool_allocator.h"
 #if PINPOOL_AUDIT
-#include "audit.h"
+#include "audit/audit.h"
 #endif
 #ifdef PINPOOL_SANITIZERS  // setup.py: TORCH_NPU_PINPOOL_SANITIZE
-#include "sanitizer_selftest.h"
+#include "testing/sanitizer_selftest.h"
 #define PINPOOL_SANITIZER_NAMES PINPOOL_SANITIZERS
 #else
 #define PINPOOL_SANITIZER_NAMES ""
@@ -35,7 +35,7 @@ py::list pool_stats() {
     d["device"] = static_cast<int>(info.device);
     d["graphs"] = info.graphs;
     d["capturing"] = info.capturing;
-    d["retiring"] = info.retiring;
+    d["released"] = info.released;
     d["blocks"] = info.blocks;
     d["bytes_held"] = info.bytes_held;
     d["bytes_in_use"] = info.bytes_in_use;

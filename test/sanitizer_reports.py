@@ -157,7 +157,7 @@ def _handed_over(lines: list[str], direct: bool) -> bool:
 # inner error", after which its probe event is recorded and dropped), or after torch_npu's
 # shutdown, aclrtDestroyEvent is never called: the real runtime would hold the event to the end of
 # the process just the same. Only a direct leak is torch_npu's: the plugin's own events are
-# NPUEvents it allocates itself (csrc/npu_runtime.cpp make_event) and recycles, never deletes once
+# NPUEvents it allocates itself (make_event, csrc/runtime/) and recycles, never deletes once
 # recorded, so a plugin that lost one leaks that NPUEvent, whose stack has frames of csrc/ and
 # fails the leg, and the runtime event it holds is then an indirect leak, which this does not
 # match. (torch_npu is built without frame pointers: LeakSanitizer's stacks stop at

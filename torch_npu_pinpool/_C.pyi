@@ -1,6 +1,6 @@
 """Type stub of the private extension ``torch_npu_pinpool._C`` (csrc/module.cpp).
 
-The graph calls are those of Note [Graph handles] in csrc/capture_registry.cpp; only
+The graph calls are those of Note [Graph handles] in csrc/graphs/capture_registry.cpp; only
 ``torch_npu_pinpool/_hooks.py`` and ``__init__.py`` call them.
 test/pinpool/test_extension_stub.py checks that this file names exactly what the built
 extension defines.
@@ -29,7 +29,7 @@ def process_pending() -> None: ...
 def pool_stats() -> list[dict[str, object]]: ...
 def block_state(ptr: int) -> str | None: ...  # Note [Block states]; None: no block of ours
 
-# The audit report (csrc/audit.h); enable_report must come before activate(). Below
+# The audit report (csrc/audit/audit.h); enable_report must come before activate(). Below
 # report_enabled: absent when audit_built is False.
 def report_enabled() -> bool: ...
 def enable_report(library_dirs: list[str], cwd: str) -> None: ...

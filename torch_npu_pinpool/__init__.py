@@ -103,7 +103,7 @@ def activate() -> Activation:
         report = _report.requested()
         if report is not None and not ext.audit_built:
             _report.warn_compiled_out()
-        elif report is not None:  # before the allocator is made: csrc/audit.h
+        elif report is not None:  # before the allocator is made: csrc/audit/audit.h
             ext.enable_report(_report.library_dirs(), os.getcwd())
         from . import _hooks
 
@@ -116,7 +116,7 @@ def activate() -> Activation:
         _ext = ext
         if newly:
             # A clear error for pageable CPU <-> NPU copies during capture (issue #11):
-            # Note [Pageable copy guard] in csrc/pageable_copy_guard.cpp.
+            # Note [Pageable copy guard] in csrc/copy/pageable_copy_guard.cpp.
             # TORCH_NPU_PINPOOL_COPY_GUARD=0 leaves torch_npu's copy_ kernel alone.
             if not env_off("TORCH_NPU_PINPOOL_COPY_GUARD"):
                 ext.install_pageable_copy_guard()
@@ -139,13 +139,13 @@ def is_active() -> bool:
 
 def pool_stats() -> list[dict[str, Any]]:
     """One dict per graph memory pool on the host side: ``id``, ``device`` (a pool id names
-    one pool per device), ``graphs`` (graphs using it), ``capturing``, ``retiring`` (no
-    graph left; blocks wait for the last replays),
-    ``blocks``, ``bytes_held``, ``bytes_in_use``, ``adopted_blocks`` (pinned before the
-    capture and used by it)."""
+    one pool per device), ``graphs`` (graphs using it), ``capturing``, ``released`` (no graph
+    left: its id is erased, its blocks go back as they settle), ``blocks``, ``bytes_held``,
+    ``bytes_in_use``, ``adopted_blocks`` (pinned before the capture and used by it). Only
+    reads: what dead graphs hold goes back on the allocator's next pass (a pin, a graph's
+    capture or death, ``host_memory_stats()``, ``host_empty_cache()``)."""
     if _ext is None:
         return []
-    _ext.process_pending()
     return list(_ext.pool_stats())
 
 
@@ -173,7 +173,6 @@ def report(wait: float = 0.0) -> dict[str, Any]:
         )
     from . import _report
 
-    _ext.process_pending()  # blocks of graphs that are gone settle (leaked_by_native)
     return _report.data(_ext, wait_s=wait)
 
 

@@ -1,6 +1,6 @@
 """Hooks on ``torch_npu.npu.graphs.NPUGraph`` and ``torch.accelerator.Graph`` (torch >= 2.13):
-tell the allocator's capture registry about each graph (csrc/capture_registry.cpp, Note [Graph
-handles]).
+tell the allocator's capture registry about each graph (csrc/graphs/capture_registry.cpp, Note
+[Graph handles]).
 
 ``torch.npu.graph``, ``make_graphed_callables``, graph trees, TorchAir and vllm-ascend all go
 through NPUGraph's methods, and ``torch.accelerator.Graph`` (a Python class over ATen's graph,
@@ -118,7 +118,7 @@ def _replay(ext: Any, orig: Callable) -> Callable:
 
 
 def _replay_audited(ext: Any, orig: Callable) -> Callable:
-    """With the report on: the replay checked for written_while_queued (csrc/audit.cpp)."""
+    """With the report on: the replay checked for written_while_queued (csrc/audit/audit.cpp)."""
 
     def replay(self):
         graph = self.__dict__.get(_HANDLE)
@@ -154,7 +154,7 @@ _HOOKS = {
 
 def _host_function(ext: Any, orig: Callable) -> Callable:
     """With the report on: a host function launched on an NPU stream may write pinned memory in
-    stream order, so reads enqueued after it are not checked (csrc/audit.cpp, Note [What
+    stream order, so reads enqueued after it are not checked (csrc/audit/audit.cpp, Note [What
     written_while_queued sees])."""
 
     def launch(*args, **kwargs):

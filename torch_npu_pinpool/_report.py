@@ -1,5 +1,5 @@
 """The audit report (``TORCH_NPU_PINPOOL_REPORT``): the JSON and the text, made from what the
-extension recorded (``csrc/audit.h``), and what torch_npu's own allocator does in each case.
+extension recorded (``csrc/audit/audit.h``), and what torch_npu's own allocator does in each case.
 
 ``NATIVE`` is the one table of native behaviour: one row per hazard kind and shape, each from a
 measurement in docs/problem.md (or the test named there). A release measured later (2.14) is a
@@ -40,7 +40,7 @@ class Native:
     """What torch_npu's own allocator does for one kind and shape, on which releases."""
 
     kind: str
-    shape: str  # as csrc/audit.cpp names it
+    shape: str  # as csrc/audit/audit.cpp names it
     first: tuple[int, int] | None  # releases affected, inclusive; None: every release
     last: tuple[int, int] | None
     measured: str  # where, on which releases
@@ -163,7 +163,7 @@ def warn_compiled_out() -> None:
 
 
 def library_dirs() -> list[str]:
-    """Frames in files under these are not the user's (csrc/audit_sites.cpp, Note [Sites])."""
+    """Frames in files under these are not the user's (csrc/audit/audit_sites.cpp, Note [Sites])."""
     import torch
     import torch_npu
 
@@ -226,7 +226,7 @@ def data(ext: Any, wait_s: float = 0.0) -> dict[str, Any]:
 
 
 def checked(ext: Any) -> str:
-    """How much written_while_queued could compare (csrc/audit.cpp, Note [What
+    """How much written_while_queued could compare (csrc/audit/audit.cpp, Note [What
     written_while_queued sees]); on torch < 2.10 nothing can be (Note [Copy direction])."""
     import torch
 

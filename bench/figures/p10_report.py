@@ -1,4 +1,4 @@
-"""P10: what the audit report (TORCH_NPU_PINPOOL_REPORT=1, csrc/audit.h) costs when it is on,
+"""P10: what the audit report (TORCH_NPU_PINPOOL_REPORT=1, csrc/audit/audit.h) costs when it is on,
 against the plugin with it off, in the same run.
 
 Per copy: `iters` eager `dev.copy_(pinned, non_blocking=True)` H2D copies of n = 1 KiB, 1 MiB

@@ -1,4 +1,4 @@
-"""P8: the pageable-copy guard (csrc/pageable_copy_guard.cpp) on eager copies: us per `copy_`
+"""P8: the pageable-copy guard (csrc/copy/pageable_copy_guard.cpp) on eager copies: us per `copy_`
 call of 1 KiB (256 float32), pinned H2D and D2H non_blocking and D2D, on a side stream: native,
 the plugin without the guard (TORCH_NPU_PINPOOL_COPY_GUARD=0) and the plugin with it. Each
 repetition times `iters` calls after 100 untimed ones and ends with a synchronize. A replay

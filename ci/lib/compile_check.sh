@@ -8,7 +8,7 @@
 #   bash ci/lib/compile_check.sh fetch 2.15.0    # download torch's wheel (pip download --no-deps),
 #                                                # keep torch/include/ only; ~540 MB download
 #   bash ci/lib/compile_check.sh cached 2.15.0   # exit 0 if that header cache exists
-#   bash ci/lib/compile_check.sh check 2.15.0    # compile every csrc/*.cpp; log in the cache dir
+#   bash ci/lib/compile_check.sh check 2.15.0    # compile every csrc/**/*.cpp; log in the cache dir
 #
 # Cache: ${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}/headers/torch-VERSION/
 # (include/ and cflags: the -std flag of that torch's cpp_extension.py). ci/test.sh runs `check`
@@ -17,7 +17,7 @@
 # Verdict: PASS when every unit compiles. An error located in torch_npu's own headers (that
 # torch_npu release was built for an older torch) is reported as such, not worked around, and
 # does not fail the check: the units it stops are named, and docs/matrix.md lists it. Any other
-# error (in csrc/, or in torch's headers reached from csrc/) fails it: csrc/version_shim.h is the
+# error (in csrc/, or in torch's headers reached from csrc/) fails it: csrc/runtime/version_shim.h is the
 # place to handle the new torch.
 #
 # PINPOOL_CHECK_TORCH_INCLUDE=DIR: check against the torch headers in DIR instead of the cache
@@ -127,9 +127,9 @@ check() {
     # As setup.py's CppExtension (torch/utils/cpp_extension.py) compiles the units.
     local flags=("$std" -fPIC -fsyntax-only -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI=1
         -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C
-        -I"$torch_inc" -I"$torch_inc/torch/csrc/api/include" -I"$npu_inc" -I"$py_inc")
+        -I"$REPO/csrc" -I"$torch_inc" -I"$torch_inc/torch/csrc/api/include" -I"$npu_inc" -I"$py_inc")
     [[ ! -d "$npu_inc/third_party/acl/inc" ]] || flags+=(-I"$npu_inc/third_party/acl/inc")
-    for u in "$REPO"/csrc/*.cpp; do units+=("$u"); done
+    while IFS= read -r u; do units+=("$u"); done < <(find "$REPO/csrc" -name '*.cpp' | sort)
     say "compiling ${#units[@]} csrc/ units against $torch_inc with torch_npu $npu_version's headers ($npu_inc); log: $log"
     : >"$log"
     local out
@@ -178,7 +178,7 @@ check() {
             sed "s|$npu_inc/|torch_npu/include/|" | sort | uniq -c | head -n 40 | sed 's/^/    /'
     fi
     if ((${#failed[@]})); then
-        echo "  FAILED (errors outside torch_npu's headers; handle them in csrc/version_shim.h): ${failed[*]}"
+        echo "  FAILED (errors outside torch_npu's headers; handle them in csrc/runtime/version_shim.h): ${failed[*]}"
         grep -hE '^[^ ]+:[0-9]+:[0-9]+: (fatal )?error:' "$log" | grep -vF "$npu_inc/" |
             sed -e "s|$REPO/||" -e "s|$torch_inc/|torch/include/|" | sort | uniq -c | head -n 40 | sed 's/^/    /'
         echo "  full compiler output: $log"

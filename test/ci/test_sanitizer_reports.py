@@ -27,7 +27,7 @@ Direct leak of 24 byte(s) in 1 object(s) allocated from:
 _OURS = """\
 Direct leak of 120 byte(s) in 1 object(s) allocated from:
     #0 0x7fd438cb94c8 in operator new(unsigned long) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:95
-    #1 0x7fd40eb00fb4 in operator() csrc/pageable_copy_guard.cpp:123
+    #1 0x7fd40eb00fb4 in operator() csrc/copy/pageable_copy_guard.cpp:123
     #2 0x7f29d45a8b35 in PyModule_ExecDef Objects/moduleobject.c:419
 """  # noqa: E501
 
@@ -85,7 +85,7 @@ def test_a_frame_of_ours_by_its_relative_source_path_alone():
     lambda_only = """\
 Direct leak of 16 byte(s) in 1 object(s) allocated from:
     #0 0x7fd438cb94c8 in operator new(unsigned long) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:95
-    #1 0x7fd40eb00fb4 in operator() csrc/graph_pools.cpp:88
+    #1 0x7fd40eb00fb4 in operator() csrc/graphs/graph_pools.cpp:88
     #2 0x7f29d45a8b35 in PyObject_Call Objects/call.c:10
 """  # noqa: E501
     assert _by_size(lambda_only + _SUMMARY) == {"Direct leak of 16": True}

@@ -72,7 +72,7 @@ AUDIT_OUT = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def audit_built() -> bool:
     """Whether the installed extension has the audit report (``_C.audit_built``), asked once in
     a child interpreter (this one imports no torch). A child that cannot tell counts as built,

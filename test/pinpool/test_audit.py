@@ -1,7 +1,7 @@
 """The audit report (TORCH_NPU_PINPOOL_REPORT, `python -m torch_npu_pinpool audit`): each hazard
-kind counted with its bytes and the lines of the user's code (csrc/audit.h), vllm-ascend's races
-between host writes and queued copies / replays reported and their fixes not, a correct graphed
-decode loop reporting nothing, stderr untouched with the report off.
+kind counted with its bytes and the lines of the user's code (csrc/audit/audit.h), vllm-ascend's
+races between host writes and queued copies / replays reported and their fixes not, a correct
+graphed decode loop reporting nothing, stderr untouched with the report off.
 
 Scenarios: test/scenarios/audit_*.py. Where a race has to be certain, the simulator's task delay
 keeps the work queued (marker `simulator`); without it the same scenarios run as a real NPU sees
@@ -142,7 +142,7 @@ DELAYS = pytest.mark.parametrize(
 
 
 # written_while_queued needs each copy's direction, which the plugin reads by wrapping
-# torch_npu's copy_ kernel: torch >= 2.10 only (csrc/audit.h, Note [Copy direction]). On 2.8 /
+# torch_npu's copy_ kernel: torch >= 2.10 only (csrc/audit/audit.h, Note [Copy direction]). On 2.8 /
 # 2.9 no copy is checked, so these would assert nothing (seen: 0 copies compared on 2.8).
 NEEDS_COPY_DIRECTION = pytest.mark.skipif(
     pair() < (2, 10), reason="written_while_queued needs torch >= 2.10 (Note [Copy direction])"

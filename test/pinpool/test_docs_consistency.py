@@ -23,6 +23,7 @@ VARIABLE = re.compile(r"\bTORCH_NPU_PINPOOL(?:_[A-Z][A-Z_]*[A-Z])?\b")
 INTERNAL = {
     "TORCH_NPU_PINPOOL_AUDIT_DIR": "set by the audit command for the program it runs",
     "TORCH_NPU_PINPOOL_SANITIZE": "sanitized test builds: docs/testing.md",
+    "TORCH_NPU_PINPOOL_AUDIT": "a build without the audit report: docs/install.md",
 }
 
 

@@ -7,7 +7,6 @@ import ast
 import importlib.util
 import os
 
-
 # Names a build may leave out (csrc/module.cpp).
 AUDIT_ONLY = {
     "enable_report",

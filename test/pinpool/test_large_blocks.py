@@ -12,14 +12,14 @@ PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}
 
 def _torch_has_round_threshold() -> bool:
     """c10 has pinned_max_round_threshold_mb (torch 2.13; not 2.11; torch 2.8 has no such
-    header): what csrc/large_blocks.cpp detects at build time, read from torch's headers."""
+    header): what csrc/core/large_blocks.cpp detects at build time, read from torch's headers."""
     import os
 
     import torch
 
     include = os.path.join(os.path.dirname(torch.__file__), "include")
     header = os.path.join(include, "c10", "core", "AllocatorConfig.h")
-    if not os.path.exists(header):  # torch 2.8: csrc/large_blocks.cpp's __has_include fails too
+    if not os.path.exists(header):  # torch 2.8: __has_include in csrc/core/large_blocks.cpp fails
         return False
     with open(header) as f:
         return "pinned_max_round_threshold" in f.read()

@@ -276,9 +276,13 @@ def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):
     (sdist,) = (tmp_path / "dist").glob("torch_npu_pinpool-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    csrc = {p.relative_to(source_copy).as_posix() for p in (source_copy / "csrc").iterdir()}
+    csrc = {p.relative_to(source_copy).as_posix() for p in (source_copy / "csrc").rglob("*")}
     assert {p for p in csrc if p.endswith((".h", ".cpp"))} <= names
     assert any(p.endswith(".h") for p in csrc) and any(p.endswith(".cpp") for p in csrc)
+    # Every layer's folder (docs/design.md, "Shape"), the audit's and the test-only ones too.
+    for layer in ("core", "graphs", "copy", "audit", "runtime", "testing"):
+        assert any(n.startswith(f"csrc/{layer}/") and n.endswith(".cpp") or
+                   n.startswith(f"csrc/{layer}/") and n.endswith(".h") for n in names), layer
     for needed in [
         "setup.py",
         "pyproject.toml",

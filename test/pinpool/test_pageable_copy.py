@@ -1,7 +1,7 @@
 """A copy between a pageable (not pinned) CPU tensor and the NPU inside graph capture fails with
 an error that names the side, the capture and the fix, before anything is enqueued: the capture
 can be ended, the graph reset, and the process goes on (eager work, a correct capture, replay).
-Scenario: test/scenarios/pageable_copy.py. Guard: csrc/pageable_copy_guard.cpp.
+Scenario: test/scenarios/pageable_copy.py. Guard: csrc/copy/pageable_copy_guard.cpp.
 
 Plugin off shows torch_npu's own failure: "The Inner error is reported as above. The process
 exits for this inner error, ... kind=1" (non_blocking) or "aclrtMemcpy, error code is 107030"

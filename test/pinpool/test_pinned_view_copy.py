@@ -2,7 +2,7 @@
 (``d.copy_(pinned[:, ::2], non_blocking=True)``, and into a view for NPU -> host) works with the
 plugin, with replay-time semantics: every replay moves the view's bytes as they are at that
 replay, and a copy into a view leaves the base's other elements alone (Note [Strided pinned
-copies in capture] in csrc/strided_pinned_copy.cpp: a host function captured into the graph
+copies in capture] in csrc/copy/strided_pinned_copy.cpp: a host function captured into the graph
 gathers / scatters through a pinned staging block). Eager copies of such views work as they do
 without the plugin, and a contiguous view at an offset needs nothing.
 

@@ -1,5 +1,5 @@
 """A sanitizer leg catches what it looks for: a defect injected on purpose into the sanitized
-build (Note [Injected sanitizer reports], csrc/sanitizer_selftest.cpp), run in a scenario
+build (Note [Injected sanitizer reports], csrc/testing/sanitizer_selftest.cpp), run in a scenario
 process, must FAIL the test through the sanitizer's report (test/conftest.py attributes a
 scenario's reports to the test that spawned it).
 

@@ -22,7 +22,7 @@ def test_host_memory_stats_count_graph_pools(scenario, plugin):
     if plugin:
         assert o["during"] == 16384
         assert o["pools"] == [
-            {"graphs": 1, "blocks": 1, "bytes_held": 16384, "bytes_in_use": 0, "retiring": False}
+            {"graphs": 1, "blocks": 1, "bytes_held": 16384, "bytes_in_use": 0, "released": False}
         ]
         assert o["after"] == 0 and o["pools_after"] == []
     elif native_pools():

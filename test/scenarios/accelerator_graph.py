@@ -20,9 +20,7 @@ import os
 
 import torch
 import torch_npu
-from scenario import PLUGIN, N, held_bytes, report, side_stream, values
-
-import torch_npu_pinpool
+from scenario import PLUGIN, N, held_bytes, pools, report, side_stream, values
 
 END = os.environ.get("GRAPH_END", "reset")
 out: dict = {"available": hasattr(torch, "accelerator") and hasattr(torch.accelerator, "Graph")}
@@ -59,5 +57,5 @@ if out["available"]:
     torch.npu.synchronize()
     torch_npu.npu.host_empty_cache()
     out["held_after"] = held_bytes() - baseline
-    out["pools"] = len(torch_npu_pinpool.pool_stats()) if PLUGIN else 0
+    out["pools"] = len(pools()) if PLUGIN else 0
 report(out)

@@ -5,9 +5,7 @@ import gc
 from typing import Callable, Optional
 
 import torch
-from scenario import N, pinned, values
-
-import torch_npu_pinpool
+from scenario import N, pinned, pools, values
 
 
 def graph_of_freed_input(dev: torch.Tensor, value: float) -> torch.npu.NPUGraph:
@@ -32,7 +30,7 @@ def clean_capture_works(value: float) -> bool:
     del g
     gc.collect()
     torch.npu.synchronize()  # the pool's retirement waits for its replays
-    return ok and torch_npu_pinpool.pool_stats() == []
+    return ok and pools() == []
 
 
 def error_of(fn: Callable[[], object]) -> Optional[str]:

@@ -38,13 +38,12 @@ from scenario import (
     hazards,
     held_bytes,
     pinned,
+    pools,
     report,
     side_stream,
     site,
     values,
 )
-
-import torch_npu_pinpool
 
 HOW = os.environ.get("FAIL_HOW", "device_sync")
 END = os.environ.get("FAIL_END", "reset")
@@ -139,7 +138,7 @@ except RuntimeError as e:
 g2.reset()
 del g2, capturing
 out["held_end"] = settled_held()
-out["pools"] = len(torch_npu_pinpool.pool_stats()) if PLUGIN else 0
+out["pools"] = len(pools()) if PLUGIN else 0
 out["pin_site"] = site("pin")
 out["hazards"] = hazards()
 report(out)

@@ -8,9 +8,7 @@ import gc
 import simctl
 import torch
 import torch_npu
-from scenario import held_bytes, pinned, report, side_stream, values
-
-import torch_npu_pinpool
+from scenario import held_bytes, pinned, pools, report, side_stream, values
 
 side_stream()
 
@@ -46,7 +44,7 @@ for i in range(20):
     gc.collect()
 torch.npu.synchronize()
 torch_npu.npu.host_empty_cache()
-out = {"ok": ok, "held_leaked": held_bytes() - base_held, "pools": torch_npu_pinpool.pool_stats()}
+out = {"ok": ok, "held_leaked": held_bytes() - base_held, "pools": pools()}
 if base is not None:
     out["leaked"] = simctl.host_bytes() - base
 report(out)

@@ -39,10 +39,8 @@ import os
 import simctl
 import torch
 import torch_npu
-from scenario import PLUGIN, held_bytes, npu_version, pinned, report, side_stream, values
+from scenario import PLUGIN, held_bytes, npu_version, pinned, pools, report, side_stream, values
 from torch._dynamo.utils import counters
-
-import torch_npu_pinpool
 
 POOL = os.environ.get("NPUGRAPH_EX_POOL", "fx")
 STAGED = 3.0
@@ -93,7 +91,7 @@ for k, (n, new_acc) in enumerate(PLAN):
         "counters": dict(counters["npugraph_ex"]),
     })
     if k == 2 and PLUGIN:
-        pools_after_keys = [[p["graphs"], p["blocks"]] for p in torch_npu_pinpool.pool_stats()]
+        pools_after_keys = [[p["graphs"], p["blocks"]] for p in pools()]
     del x, host, out, before
     junk_intact &= all(bool((t == JUNK).all()) for t in junk)
     junk = [pinned(JUNK, m) for m in SIZES for _ in range(2)]  # may get a freed block

@@ -31,9 +31,7 @@ import threading
 import simctl
 import torch
 import torch_npu
-from scenario import PLUGIN, Churn, env_int, held_bytes, pinned, report, values
-
-import torch_npu_pinpool
+from scenario import PLUGIN, Churn, env_int, held_bytes, pinned, pools, report, values
 
 SHAPE = os.environ.get("PINPOOL_SHAPE", "concurrent")
 ROUNDS = 3
@@ -111,17 +109,17 @@ captured = [i for i in range(2) if errors[i] is None]
 out = {"errors": errors, "pools": [], "rounds": []}
 
 
-def pools() -> list:
+def pool_rows() -> list:
     """The plugin's pools: device, graphs alive, blocks, whether a capture still runs."""
     return [
         {"device": p["device"], "graphs": p["graphs"], "blocks": p["blocks"],
          "capturing": p["capturing"]}
-        for p in torch_npu_pinpool.pool_stats()
+        for p in pools()
     ]
 
 
 if PLUGIN:
-    out["pools"] = pools()
+    out["pools"] = pool_rows()
 
 
 def replay_round(which: list) -> list:
@@ -150,7 +148,7 @@ if SHAPE in ("reset_one", "unannounced") and captured == [0, 1]:
         out["rounds"].append([values(outputs[1])])
         out["rounds"] += [replay_round([1]) for _ in range(ROUNDS)]
     if PLUGIN:
-        out["pools_after_reset"] = pools()
+        out["pools_after_reset"] = pool_rows()
     bait += [pinned(-9.0) for _ in range(8)]
     out["rounds"].append(replay_round([1]))
 else:
@@ -162,7 +160,7 @@ for d in set(devices):
     torch.npu.synchronize(d)
 torch.npu.host_empty_cache()
 out["baseline"], out["held_after"] = baseline, held_bytes()
-out["pools_after"] = len(torch_npu_pinpool.pool_stats()) if PLUGIN else 0
+out["pools_after"] = len(pool_rows()) if PLUGIN else 0
 if simctl.available():
     out["violations"] = simctl.violations()  # replay over memory given back
 report(out)

@@ -7,9 +7,7 @@ from functools import partial
 import simctl
 import torch
 from capture_checks import clean_capture_works, error_of
-from scenario import N, npu_version, pinned, report, side_stream
-
-import torch_npu_pinpool
+from scenario import N, npu_version, pinned, pools, report, side_stream
 
 # torch_npu < 2.10 bug, not ours (the same with TORCH_NPU_PINPOOL=0): its device caching
 # allocator keeps a capture whose capture_begin / capture_end failed in `captures_underway`, so
@@ -36,7 +34,7 @@ dev = torch.zeros(N, device="npu")
 simctl.fail_next("capture_begin")
 g_begin = torch.npu.NPUGraph()
 out["begin_failed"] = error_of(lambda: g_begin.capture_begin()) is not None
-out["after_begin"] = torch_npu_pinpool.pool_stats()
+out["after_begin"] = pools()
 out["clean1"] = clean_capture_works(1.0)
 
 # aclmdlRICaptureEnd fails: the capture is over without a graph
@@ -56,7 +54,7 @@ out["capturing_after_end"] = torch.npu.is_current_stream_capturing()
 del g_end
 gc.collect()
 torch.npu.synchronize()
-out["after_end"] = torch_npu_pinpool.pool_stats()
+out["after_end"] = pools()
 out["clean2"] = clean_capture_works(3.0)
 
 # pinned allocation fails inside a capture
@@ -73,6 +71,6 @@ out["malloc_failed"] = error_of(partial(failing_malloc, g_malloc)) is not None
 del g_malloc
 gc.collect()
 torch.npu.synchronize()
-out["after_malloc"] = torch_npu_pinpool.pool_stats()
+out["after_malloc"] = pools()
 out["clean3"] = clean_capture_works(5.0)
 report(out)

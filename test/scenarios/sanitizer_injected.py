@@ -1,5 +1,5 @@
 """Runs one defect injected on purpose into a sanitized build (Note [Injected sanitizer reports],
-csrc/sanitizer_selftest.cpp): ``python sanitizer_injected.py KIND``, KIND one of
+csrc/testing/sanitizer_selftest.cpp): ``python sanitizer_injected.py KIND``, KIND one of
 ``use_after_free`` (needs address), ``signed_overflow`` (undefined), ``data_race`` (thread).
 
 In a build with that sanitizer the process stops at the report and never reports a result; in a

@@ -60,9 +60,18 @@ def in_use_bytes() -> int:
     return int(torch_npu.npu.host_memory_stats().get(_stat_keys()[1], 0))
 
 
+def pools() -> list[dict[str, Any]]:
+    """The plugin's pool_stats() once a pass gave back what dead graphs whose replays are over
+    hold (pool_stats() itself only reads); [] with the plugin off."""
+    if not PLUGIN:
+        return []
+    torch_npu_pinpool._ext.process_pending()
+    return torch_npu_pinpool.pool_stats()
+
+
 def pool_bytes() -> int:
     """Bytes every graph pool of the plugin holds (0 with the plugin off)."""
-    return sum(p["bytes_held"] for p in torch_npu_pinpool.pool_stats())
+    return sum(p["bytes_held"] for p in pools())
 
 
 def pinned(value: float, n: int = N) -> torch.Tensor:
@@ -168,6 +177,7 @@ def hazards() -> dict[str, dict[str, Any]]:
     plugin or the report (``TORCH_NPU_PINPOOL_REPORT``) is off."""
     if not _reporting():
         return {}
+    torch_npu_pinpool._ext.process_pending()  # blocks of dead graphs settle (leaked_by_native)
     return {h["kind"]: h for h in torch_npu_pinpool.report(wait=10.0)["hazards"]}
 
 

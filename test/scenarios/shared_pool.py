@@ -5,9 +5,7 @@ pool lives until its last graph goes (plugin's pool_stats())."""
 import gc
 
 import torch
-from scenario import N, pinned, report, side_stream, values
-
-import torch_npu_pinpool
+from scenario import N, pinned, pools, report, side_stream, values
 
 side_stream()
 out = {}
@@ -20,12 +18,12 @@ with torch.npu.graph(g1, pool=handle):
     a = pinned(1.0)  # reuses `scratch`
     d1.copy_(a, non_blocking=True)
     del a
-stats1 = torch_npu_pinpool.pool_stats()
+stats1 = pools()
 with torch.npu.graph(g2, pool=g1.pool()):
     b = pinned(2.0)  # never reuses `a`
     d2.copy_(b, non_blocking=True)
     del b
-stats2 = torch_npu_pinpool.pool_stats()
+stats2 = pools()
 others = [pinned(9.0) for _ in range(4)]
 g1.replay()
 g2.replay()
@@ -39,9 +37,9 @@ torch.npu.synchronize()
 g2.replay()
 torch.npu.synchronize()
 out["d2_after_g1_gone"] = values(d2)
-out["graphs_left"] = [p["graphs"] for p in torch_npu_pinpool.pool_stats()]
+out["graphs_left"] = [p["graphs"] for p in pools()]
 del g2
 gc.collect()
 torch.npu.synchronize()
-out["pools_left"] = torch_npu_pinpool.pool_stats()
+out["pools_left"] = pools()
 report(out)

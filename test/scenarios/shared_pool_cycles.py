@@ -18,12 +18,11 @@ from scenario import (
     held_bytes,
     pinned,
     pool_bytes,
+    pools,
     report,
     side_stream,
     values,
 )
-
-import torch_npu_pinpool
 
 END = os.environ.get("PINPOOL_END", "reset")
 KEPT, CYCLES = env_int("PINPOOL_KEPT", 1), env_int("PINPOOL_CYCLES", 6)
@@ -94,7 +93,7 @@ for cycle in range(CYCLES):
     torch.npu.synchronize()
     torch.npu.host_empty_cache()
     held.append(held_bytes())
-    blocks.append(sum(p["blocks"] for p in torch_npu_pinpool.pool_stats()))
+    blocks.append(sum(p["blocks"] for p in pools()))
     if simctl.available():
         live.append(simctl.host_bytes())
 

@@ -6,9 +6,7 @@ import gc
 
 import torch
 import torch_npu
-from scenario import held_bytes, pinned, report, side_stream
-
-import torch_npu_pinpool
+from scenario import held_bytes, pinned, pools, report, side_stream
 
 side_stream()
 out = {}
@@ -23,8 +21,8 @@ with torch.npu.graph(g):
 torch_npu.npu.host_empty_cache()
 out["during"] = held_bytes() - before
 out["pools"] = [
-    {k: p[k] for k in ("graphs", "blocks", "bytes_held", "bytes_in_use", "retiring")}
-    for p in torch_npu_pinpool.pool_stats()
+    {k: p[k] for k in ("graphs", "blocks", "bytes_held", "bytes_in_use", "released")}
+    for p in pools()
 ]
 g.replay()
 del g
@@ -32,5 +30,5 @@ gc.collect()
 torch.npu.synchronize()
 torch_npu.npu.host_empty_cache()
 out["after"] = held_bytes() - before
-out["pools_after"] = torch_npu_pinpool.pool_stats()
+out["pools_after"] = pools()
 report(out)

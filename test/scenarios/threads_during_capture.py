@@ -5,9 +5,7 @@ the captured bytes."""
 import threading
 
 import torch
-from scenario import N, pinned, report, values
-
-import torch_npu_pinpool
+from scenario import N, pinned, pools, report, values
 
 out = {}
 capture_stream = torch.npu.Stream()
@@ -48,7 +46,7 @@ with torch.npu.graph(g, stream=capture_stream, capture_error_mode="relaxed"):
     started.set()
     captured.wait(60)
 th.join()
-out["pool_blocks"] = [p["blocks"] for p in torch_npu_pinpool.pool_stats()]
+out["pool_blocks"] = [p["blocks"] for p in pools()]
 others = [pinned(9.0) for _ in range(30)]
 g.replay()
 torch.npu.synchronize()

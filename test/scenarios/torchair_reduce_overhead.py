@@ -44,12 +44,11 @@ from scenario import (
     held_bytes,
     native_pools,
     pinned,
+    pools,
     report,
     side_stream,
     values,
 )
-
-import torch_npu_pinpool
 
 if importlib.util.find_spec("torch_npu.dynamo.torchair") is None:
     report({"skip": f"torch_npu {torch_npu.__version__} carries no TorchAir"})
@@ -102,10 +101,10 @@ def config(mode: str):
     return cfg
 
 
-def pools() -> list:
+def pool_rows() -> list:
     return [
         {k: p[k] for k in ("graphs", "blocks", "bytes_held", "adopted_blocks")}
-        for p in torch_npu_pinpool.pool_stats()
+        for p in pools()
     ]
 
 
@@ -134,7 +133,7 @@ def run_mode(mode: str) -> dict:
         own.append([[expect(f, v)] for f in fns])
         captured.append([[expect(f, first_value[n])] for f in fns])
         clobbered += [f"call {call}: junk {values(t)}" for t in junk if values(t) != [9.0]]
-        per_call_pools.append(pools())
+        per_call_pools.append(pool_rows())
         del host, outs, dev
         junk = []
         torch_npu.npu.host_empty_cache()

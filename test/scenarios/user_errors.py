@@ -6,7 +6,7 @@ import gc
 
 import torch
 from capture_checks import clean_capture_works, error_of
-from scenario import N, pinned, report, values
+from scenario import N, pinned, pools, report, values
 
 import torch_npu_pinpool
 
@@ -14,7 +14,7 @@ out = {}
 # capture on the default stream: torch_npu refuses; nothing stays registered
 g = torch.npu.NPUGraph()
 out["default_stream"] = error_of(lambda: g.capture_begin())
-out["after_default"] = torch_npu_pinpool.pool_stats()
+out["after_default"] = pools()
 side = torch.npu.Stream()
 torch.npu.set_stream(side)
 out["clean1"] = clean_capture_works(1.0)
@@ -28,7 +28,7 @@ dev.copy_(x, non_blocking=True)
 del x
 torch.npu.set_stream(torch.npu.Stream())
 out["wrong_stream"] = error_of(g.capture_end)
-out["still_capturing"] = [p["capturing"] for p in torch_npu_pinpool.pool_stats()]
+out["still_capturing"] = [p["capturing"] for p in pools()]
 torch.npu.set_stream(side)
 g.capture_end()
 others = [pinned(-1.0) for _ in range(4)]
@@ -39,7 +39,7 @@ g.reset()
 g.reset()  # reset twice is harmless
 gc.collect()
 torch.npu.synchronize()
-out["after_reset"] = torch_npu_pinpool.pool_stats()
+out["after_reset"] = pools()
 
 
 # exception inside `with torch.npu.graph`: the capture ends, the graph owns its pool
@@ -54,7 +54,7 @@ def body() -> None:
 out["with_error"] = error_of(body)
 gc.collect()
 torch.npu.synchronize()
-out["after_with"] = torch_npu_pinpool.pool_stats()
+out["after_with"] = pools()
 out["clean2"] = clean_capture_works(4.0)
 
 # report() with a wait that is not a number of seconds: refused before anything is read

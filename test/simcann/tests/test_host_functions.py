@@ -3,7 +3,7 @@ the stream's later tasks until they returned (hicann/runtime docs/zh/api_ref/
 aclrtLaunchHostFunc.md: "在Stream的任务队列中下发一个Host回调任务 ... 回调任务默认阻塞本Stream上后续
 任务的执行"); with a side stream and two events they run behind another stream's work and hold
 it (hicann/runtime's adump, SetupAsyncDump) - the completion probes of torch_npu_pinpool's audit
-report rely on both (csrc/completion_probe.cpp, Note [Completion probes])."""
+report rely on both (csrc/audit/completion_probe.cpp, Note [Completion probes])."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 // Graph pools: allocation inside a capture, who owns a block a captured operation uses, and
 // when a block becomes reusable or goes back to the system. The fences that gate it are
 // processed here too (process_pending).
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
-#include "large_blocks.h"
+#include "core/large_blocks.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
@@ -20,20 +20,20 @@ size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
 // Note [Graph ownership of blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A captured copy keeps the host *address*; every replay reads or writes the bytes there as
-// they are at that moment. So each graph lists the blocks its captured work uses
-// (record_captured_use), whether a block was allocated inside a capture (a pool block) or
-// before it (a default-pool block), and whichever pool the graph captures into: a tensor kept
-// from one graph and read by another graph's capture is used by both. Each block counts its
-// entries in those lists (graph_uses_), and finish_graph_locked takes them back. A graph lists a
-// block once per run of uses (last_user_): a block used by two captures in turn may be listed
-// twice by one graph, and counted twice; the count stays exact. A block is never handed out
-// again while its tensor is alive (kInUse, kGraphUsed), a graph that lists it exists or died
-// with replays that may still run (kGraphUsed, kGraphOwned: its fence is not complete, Note
-// [Replay fences]), or an eager copy from it may still run (kAwaitingCopies: Note [Eager-use
-// fences]). Once none holds (settle_locked: kFree), a pool block goes to its pool's free list
-// while the pool lives, else back to the system; a default-pool block goes to ATen's free path
-// (Base::free, with no stream left to fence).
+// A captured copy keeps the host *address*; every replay reads or writes the bytes there as they
+// are at that moment. So each graph lists the blocks its captured work uses (record_captured_use),
+// whether a block was allocated inside a capture (a pool block) or before it (a default-pool
+// block), and whichever pool the graph captures into: a tensor kept from one graph and read by
+// another graph's capture is used by both. Each block counts its entries in those lists
+// (graph_uses_), and graph_replays_over_locked takes them back. A graph lists a block once per run
+// of uses (last_user_): a block used by two captures in turn may be listed twice by one graph, and
+// counted twice; the count stays exact. A block is never handed out again while its tensor is alive
+// (kInUse, kGraphUsed), a graph that lists it exists or died with replays that may still run
+// (kGraphUsed, kGraphOwned: its fence is not complete, Note [Replay fences]), or an eager copy from
+// it may still run (kAwaitingCopies: Note [Eager-use fences]). Once none holds
+// (free_or_graph_owned_locked: kFree), a pool block goes to its pool's free list while the pool
+// lives, else back to the system; a default-pool block goes to ATen's free path (Base::free, with
+// no stream left to fence).
 //
 // Note [Pool lifetime]
 // ~~~~~~~~~~~~~~~~~~~~
@@ -46,6 +46,11 @@ size_t size_index(size_t size) { return c10::llvm::Log2_64_Ceil(size); }
 
 // ---------------------------------------------------------------------------------------
 // Allocation and free
+
+int PinPoolHostAllocatorImpl::capturing_into_locked(const GraphPool* pool) const {
+  auto into_pool = [pool](const CapturedGraph* graph) { return graph->pool == pool; };
+  return static_cast<int>(std::count_if(capturing_.begin(), capturing_.end(), into_pool));
+}
 
 // The pool `id` names on `device` (Note [Pools per device]): captures on other devices into the
 // same id have pools of their own, as the device allocator's pools are per device.
@@ -66,8 +71,9 @@ GraphPool* PinPoolHostAllocatorImpl::pool_for_capture_locked(c10::DeviceIndex de
       pools_.emplace(PoolKey{device, id}, pool);
     }
   }
-  TORCH_CHECK(pool->capturing == 0, "torch_npu_pinpool: a graph capture into memory pool (",
-              id.first, ", ", id.second, ") on device ", static_cast<int>(device),
+  TORCH_CHECK(capturing_into_locked(pool) == 0,
+              "torch_npu_pinpool: a graph capture into memory pool (", id.first, ", ", id.second,
+              ") on device ", static_cast<int>(device),
               " is already underway. Captures that share a pool must run one after another: "
               "end the other capture first, or capture into a different pool.");
   return pool;
@@ -87,7 +93,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
   }
   // Other streams and threads keep using the default pool while a capture runs.
   if (pool == nullptr) {
-    return allocate_default(size);
+    return allocate_eager(size);
   }
   if (pending_.load(std::memory_order_relaxed) != 0) {
     process_pending();  // blocks of dead graphs become reusable here
@@ -144,7 +150,7 @@ UseFence take_use_fence(PinBlock* block) {
 // The slow free: a graph-pool block, a default-pool block a graph uses (kGraphUsed), or any
 // block freed while a capture is underway. Its eager uses are fenced now, when the tensor dies
 // (Note [Eager-use fences]); it is handed out again once it settles.
-void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
+void PinPoolHostAllocatorImpl::free_under_lock(PinBlock* block) {
   std::vector<c10::DataPtr> released;  // destroyed last, with no lock of ours held
   std::vector<PinBlock*> base_frees;
   UseFence fence = take_use_fence(block);
@@ -159,7 +165,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
       own_stats_.freed(block->size_);
     }
     if (fence.empty()) {
-      settle_locked(block, released, base_frees);
+      free_or_graph_owned_locked(block, released, base_frees);
     } else {
       block->set_state(BlockState::kAwaitingCopies);
       pending_blocks_.emplace_back(block, std::move(fence));
@@ -167,7 +173,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
     }
   }
   for (PinBlock* b : base_frees) {
-    free_default(b);
+    free_eager(b);
   }
 }
 
@@ -176,7 +182,7 @@ void PinPoolHostAllocatorImpl::free_slow(PinBlock* block) {
 
 // A block whose tensor died and whose eager copies ran: graph-owned while graphs list it,
 // else free (Note [Block states]).
-void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
+void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block,
                                              std::vector<c10::DataPtr>& released,
                                              std::vector<PinBlock*>& base_frees) {
   if (block->graph_uses_ != 0) {
@@ -193,14 +199,14 @@ void PinPoolHostAllocatorImpl::settle_locked(PinBlock* block,
     observer_->pool_block_settled(block->ptr_, block->size_);  // leaked_by_native
   }
   if (pool->released) {
-    give_back_locked(block, released);
-    maybe_delete_pool_locked(pool);
+    unpin_locked(block, released);
+    delete_pool_if_empty_locked(pool);
   } else {
     pool->free_blocks[size_index(block->size_)].push_back(block);
   }
 }
 
-void PinPoolHostAllocatorImpl::give_back_locked(PinBlock* block,
+void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block,
                                                 std::vector<c10::DataPtr>& released) {
   GraphPool* pool = block->pool_;
   pool->blocks--;
@@ -212,14 +218,14 @@ void PinPoolHostAllocatorImpl::give_back_locked(PinBlock* block,
   delete block;
 }
 
-void PinPoolHostAllocatorImpl::maybe_delete_pool_locked(GraphPool* pool) {
+void PinPoolHostAllocatorImpl::delete_pool_if_empty_locked(GraphPool* pool) {
   if (pool->released && pool->blocks == 0) {
     all_pools_.erase(std::remove(all_pools_.begin(), all_pools_.end(), pool), all_pools_.end());
     delete pool;
   }
 }
 
-void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
+void PinPoolHostAllocatorImpl::drop_pool_use_locked(GraphPool* pool,
                                                         std::vector<c10::DataPtr>& released) {
   TORCH_INTERNAL_ASSERT(pool->graphs > 0, "memory pool released more often than used");
   if (--pool->graphs > 0) {
@@ -235,15 +241,15 @@ void PinPoolHostAllocatorImpl::release_graph_use_locked(GraphPool* pool,
   }
   for (auto& list : pool->free_blocks) {
     for (PinBlock* block : list) {
-      give_back_locked(block, released);
+      unpin_locked(block, released);
     }
     list.clear();
   }
-  maybe_delete_pool_locked(pool);
+  delete_pool_if_empty_locked(pool);
 }
 
 // The graph's fence completed: no replay of it can run any more.
-void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
+void PinPoolHostAllocatorImpl::graph_replays_over_locked(CapturedGraph* graph,
                                                    std::vector<c10::DataPtr>& released,
                                                    std::vector<PinBlock*>& base_frees) {
   for (PinBlock* block : graph->blocks) {
@@ -251,9 +257,9 @@ void PinPoolHostAllocatorImpl::finish_graph_locked(CapturedGraph* graph,
       continue;
     }
     if (block->state() == BlockState::kGraphUsed) {
-      block->set_state(BlockState::kInUse);  // its tensor lives: a default-pool one's free is ATen's
+      block->set_state(BlockState::kInUse);  // its tensor lives; a default-pool one's free: ATen's
     } else if (block->state() == BlockState::kGraphOwned) {
-      settle_locked(block, released, base_frees);
+      free_or_graph_owned_locked(block, released, base_frees);
     }  // kAwaitingCopies: its eager-use fence settles it
   }
   delete graph;
@@ -308,11 +314,11 @@ void PinPoolHostAllocatorImpl::process_pending_pass(Deadline deadline) {
     update_pending_locked();
   }
   for (PinBlock* block : out.base_frees) {
-    free_default(block);
+    free_eager(block);
   }
 }
 
-// Blocks free_slow freed while eager copies from them may still run: their fences are
+// Blocks free_under_lock freed while eager copies from them may still run: their fences are
 // recorded and queried unlocked (UseFence counts a runtime error as "not done", never throws).
 void PinPoolHostAllocatorImpl::settle_eager_freed(GivenBack& out) {
   std::vector<std::pair<PinBlock*, UseFence>> waiting;
@@ -328,7 +334,7 @@ void PinPoolHostAllocatorImpl::settle_eager_freed(GivenBack& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < waiting.size(); ++i) {
     if (done[i]) {
-      settle_locked(waiting[i].first, out.released, out.base_frees);
+      free_or_graph_owned_locked(waiting[i].first, out.released, out.base_frees);
     } else {
       pending_blocks_.push_back(std::move(waiting[i]));
     }
@@ -354,7 +360,7 @@ void PinPoolHostAllocatorImpl::pop_completed_fences(Deadline deadline, GivenBack
     std::lock_guard<std::mutex> lock(mutex_);
     for (CapturedGraph* graph : front->graphs) {
       if (--graph->fences_left == 0) {
-        finish_graph_locked(graph, out.released, out.base_frees);
+        graph_replays_over_locked(graph, out.released, out.base_frees);
       }
     }
     fences_.pop_front();
@@ -416,7 +422,7 @@ void PinPoolHostAllocatorImpl::fence_dead_graphs(bool wait, GivenBack& out) {
     }
   }
   for (CapturedGraph* graph : finished) {
-    finish_graph_locked(graph, out.released, out.base_frees);
+    graph_replays_over_locked(graph, out.released, out.base_frees);
   }
 }
 
@@ -459,7 +465,8 @@ std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {
         }
       }
     }
-    out.push_back({pool->id, pool->device, pool->graphs - pool->capturing, pool->capturing > 0,
+    const int capturing = capturing_into_locked(pool);
+    out.push_back({pool->id, pool->device, pool->graphs - capturing, capturing > 0,
                    pool->released, pool->blocks, pool->bytes_held, pool->bytes_in_use,
                    adopted.size()});
   }

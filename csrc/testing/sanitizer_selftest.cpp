@@ -1,5 +1,5 @@
-// Sanitized builds (TORCH_NPU_PINPOOL_SANITIZE, setup.py): which sanitizers this build has, and
-// the defects a sanitizer leg injects on purpose to prove that it catches them.
+// Sanitized builds only (TORCH_NPU_PINPOOL_SANITIZE, setup.py): the defects a sanitizer leg
+// injects on purpose to prove that it catches them.
 //
 // Note [Injected sanitizer reports]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -13,14 +13,14 @@
 //   signed_overflow  (undefined)  a block's byte count overflows an int
 // Only a sanitized build compiles this file (setup.py) and binds inject_sanitizer_report: the
 // production extension has none of it.
-#include "sanitizer_selftest.h"
+#include "testing/sanitizer_selftest.h"
 
 #include <c10/util/Exception.h>
 
 #include <climits>
 #include <thread>
 
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
 #ifdef PINPOOL_SANITIZERS
 namespace torch_npu_pinpool {

@@ -27,7 +27,7 @@
 // A pinned host side that torch_npu would copy through a pageable temporary of its own (a
 // non-contiguous view) takes the same slow path: strided_pinned_copy.cpp stages it (Note
 // [Strided pinned copies in capture]).
-#include "pageable_copy_guard.h"
+#include "copy/pageable_copy_guard.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
@@ -37,10 +37,10 @@
 #include <mutex>
 #include <optional>
 
-#include "pin_pool_allocator.h"
-#include "strided_pinned_copy.h"
+#include "core/pin_pool_allocator.h"
+#include "copy/strided_pinned_copy.h"
 #if PINPOOL_AUDIT
-#include "audit.h"
+#include "audit/audit.h"
 #endif
 
 namespace torch_npu_pinpool {

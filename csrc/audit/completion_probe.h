@@ -4,7 +4,7 @@
 // replay read with them.
 #pragma once
 
-#include "npu_runtime.h"
+#include "runtime/npu_runtime.h"
 
 namespace torch_npu_pinpool {
 

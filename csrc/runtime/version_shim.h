@@ -91,9 +91,9 @@
 // block whose events completed - calls `<in-use bytes>_bucket_stats[index].decrease(size)`
 // with size == -1, so each such block stays counted as size_ + 1 bytes in use for good. The
 // per-bucket block counts are right on 2.8 / 2.9, so the in-use bytes are rebuilt from them
-// there. On 2.10 - 2.12 the counts are off too (measured: 16385 bytes in use after the only
-// 16 KiB block went back), so nothing here can rebuild the figure: it stays ATen's, as with
-// torch_npu alone. 2.13 and 2.14 decrease by block->size_ (maybe_cache_block).
+// there. On 2.10 - 2.12 the bucket counts carry the same miscount, so nothing here can rebuild
+// the figure: it stays ATen's, as with torch_npu alone. 2.13 and 2.14 decrease by
+// block->size_ (maybe_cache_block).
 #define PINPOOL_ATEN_IN_USE_BYTES_MISCOUNTED !PINPOOL_TORCH_AT_LEAST(2, 10)
 
 // torch_npu moved the ACL headers inside its wheel: include/acl/ (2.10.0.post6 - 2.14; also

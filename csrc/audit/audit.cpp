@@ -1,8 +1,8 @@
 // The audit's record (audit.h): per kind the hazards counted, per block and graph the facts they
 // are judged from, and the checks of written_while_queued in flight.
-#include "audit.h"
+#include "audit/audit.h"
 
-#include "completion_probe.h"
+#include "audit/completion_probe.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>

@@ -2,9 +2,9 @@
 // path]); this file adds the backing store, the ATen hooks, stats, empty_cache, and the object
 // registered in ATen's host-allocator registry. Graph pools: graph_pools.cpp; captures and
 // graphs: capture_registry.cpp.
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
-#include "large_blocks.h"
+#include "core/large_blocks.h"
 
 #include <Python.h>
 #include <pthread.h>
@@ -57,7 +57,7 @@ thread_local void* t_unbound = nullptr;
 }  // namespace
 
 // The default pool for requests >= large_threshold_: Note [Large blocks] (large_blocks.h).
-std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_default(size_t size) {
+std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_eager(size_t size) {
   if (size >= large_threshold_) {
     return allocate_large(size);
   }
@@ -116,7 +116,7 @@ void PinPoolHostAllocatorImpl::give_back_idle_large(size_t keep_bytes) {
   }
 }
 
-void PinPoolHostAllocatorImpl::free_default(PinBlock* block) {
+void PinPoolHostAllocatorImpl::free_eager(PinBlock* block) {
   block->set_state(BlockState::kFree);
   if (block->large_) {
     large_->put(block);
@@ -219,7 +219,7 @@ bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
   auto out = C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)
-                 ? allocate_default(size)
+                 ? allocate_eager(size)
                  : allocate_during_capture(size);
   if (C10_UNLIKELY(observer_ != nullptr) && out.first != nullptr) {
     observer_->allocated(out.first);
@@ -234,10 +234,10 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
   auto* block = static_cast<PinBlock*>(ctx);
   if (C10_LIKELY(block->pool_ == nullptr && block->state() == BlockState::kInUse &&
                  captures_underway_.load(std::memory_order_relaxed) == 0)) {
-    free_default(block);
+    free_eager(block);
     return;
   }
-  free_slow(block);  // its eager-use fence may need a capturing stream (Note [Eager-use fences])
+  free_under_lock(block);  // its use fence may need a capturing stream: Note [Eager-use fences]
 }
 
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
@@ -250,20 +250,13 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
     if (Base::record_event(ptr, ctx, s)) {
       return true;
     }
-    return record_use(ptr, ctx, Stream(Stream::UNCHECKED, s));
+    return record_eager_use(ptr, ctx, Stream(Stream::UNCHECKED, s));
   }
   const Stream stream(Stream::UNCHECKED, s);
   PinBlock* block = find_block(ptr);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (CapturedGraph* graph = capturing_graph_locked(stream)) {
-      if (block == nullptr) {
-        TORCH_WARN_ONCE(
-            "torch_npu_pinpool: a pinned tensor allocated before torch_npu_pinpool was "
-            "activated is used inside a graph capture; it is not protected from reuse. "
-            "Import torch_npu_pinpool before pinning memory.");
-        return false;
-      }
       return record_captured_use(block, *graph);
     }
   }
@@ -277,12 +270,12 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
         "Import torch_npu_pinpool before capturing.");
     return false;
   }
-  return Base::record_event(ptr, ctx, s) || record_use(ptr, ctx, stream);
+  return Base::record_event(ptr, ctx, s) || record_eager_use(ptr, ctx, stream);
 }
 
 // An eager use of a pool block, of a captured default-pool block ATen no longer lists, or of
 // a tensor some other allocator made.
-bool PinPoolHostAllocatorImpl::record_use(void* ptr, void* ctx, Stream stream) {
+bool PinPoolHostAllocatorImpl::record_eager_use(void* ptr, void* ctx, Stream stream) {
   PinBlock* block = find_block(ptr);
   if (block == nullptr) {
     // Pinned before activation: its deleter is native's, so is its bookkeeping.

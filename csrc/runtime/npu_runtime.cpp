@@ -1,5 +1,5 @@
 // The runtime calls of the allocator: capture status, and fence events (see npu_runtime.h).
-#include "npu_runtime.h"
+#include "runtime/npu_runtime.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>

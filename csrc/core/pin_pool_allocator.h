@@ -1,13 +1,13 @@
 // PinPoolHostAllocator: torch_npu's pinned host allocator, made safe for ACLGraph capture.
 //
-// This header owns the allocator's state: blocks, graph pools, captured graphs, and the one
-// class that keeps them. Its methods live in three files, one responsibility each:
-//   pin_pool_allocator.cpp  the eager allocator (fast path, backing store, ATen hooks, stats,
-//                           empty_cache) and its registration in ATen's registry
-//   capture_registry.cpp    every line that adds, ends or retires a capture or a graph
-//   graph_pools.cpp         graph pools: allocation, block ownership, giving blocks back
-// npu_runtime.h has the runtime calls (capture status, fence events); large_blocks.h the default
-// pool's large requests (Note [Large blocks]).
+// core/ owns the allocator's state: blocks and their states, graph pools, captured graphs, and
+// the one class that keeps them. Its methods live in three files, one responsibility each:
+//   core/pin_pool_allocator.cpp    the eager allocator (fast path, backing store, block map, ATen
+//                                  hooks, stats, empty_cache) and its registration in ATen
+//   graphs/capture_registry.cpp    every line that adds, ends or retires a capture or a graph
+//   graphs/graph_pools.cpp         graph pools: allocation, block ownership, the fence queue
+// runtime/ has the runtime calls (capture status, fence events); core/large_blocks.h the default
+// pool's large requests (Note [Large blocks]); core/allocator_observer.h all it tells the audit.
 //
 // Note [Why our own pools]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -36,10 +36,10 @@
 // host_empty_cache() after a graph's last use gives its blocks back.
 #pragma once
 
-#include "allocator_observer.h"
-#include "npu_runtime.h"
-#include "own_block_stats.h"
-#include "version_shim.h"
+#include "core/allocator_observer.h"
+#include "runtime/npu_runtime.h"
+#include "core/own_block_stats.h"
+#include "runtime/version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/util/SmallVector.h>
@@ -128,12 +128,11 @@ struct GraphPool {
   MempoolId id{0, 0};  // {0, 0} until bound (capture with pool=None on <= 2.10)
   c10::DeviceIndex device{-1};  // the device its graphs capture on; immutable
   int graphs{0};       // graphs of this pool that are capturing or alive
-  int capturing{0};    // of which capturing
   int unannounced{0};  // of which made without the Python hooks (release_pool ends them)
   bool released{false};  // graphs reached 0: id erased, blocks go back as they become free
   std::vector<std::vector<PinBlock*>> free_blocks{64};  // reusable, by size index
   // What it owns: counts, not a set (a pool may hold thousands of blocks, and each is made
-  // in allocate_in_pool and ends in give_back_locked); in use: kInUse or kGraphUsed.
+  // in allocate_in_pool and ends in unpin_locked); in use: kInUse or kGraphUsed.
   size_t blocks{0};
   size_t blocks_in_use{0};
   size_t bytes_held{0};
@@ -143,7 +142,7 @@ struct GraphPool {
 // One captured graph, from capture begin until its blocks are given back.
 // See Note [Graph handles] and Note [Replay fences].
 struct CapturedGraph {
-  enum class State { kAnnounced, kCapturing, kAlive, kDead };
+  enum class State { kAnnounced, kCapturing, kAlive };  // once dead it is out of graphs_
   uint64_t handle{0};
   State state{State::kAnnounced};
   bool announced{false};  // made by graph_begin (Python hooks); else by begin_allocate_to_pool
@@ -175,7 +174,7 @@ struct PoolInfo {
   c10::DeviceIndex device;
   int graphs;
   bool capturing;
-  bool retiring;
+  bool released;
   size_t blocks;
   size_t bytes_held;
   size_t bytes_in_use;
@@ -250,9 +249,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
 
   // The default pool's allocate / free: requests >= large_threshold_ go to LargeBlocks instead
   // of ATen's Base (Note [Large blocks]).
-  std::pair<void*, void*> allocate_default(size_t size);
+  std::pair<void*, void*> allocate_eager(size_t size);
   std::pair<void*, void*> allocate_large(size_t size);
-  void free_default(PinBlock* block);
+  void free_eager(PinBlock* block);
 
   // Backing store and block map (pin_pool_allocator.cpp); Note [Backing store], Note [Block
   // map]. `block` may be null for a default-pool block ATen's Base has not made yet
@@ -261,7 +260,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void bind_base_block(void* ptr, void* ctx);
   c10::DataPtr take_raw(void* ptr);
   PinBlock* find_block(const void* ptr);
-  bool record_use(void* ptr, void* ctx, Stream stream);
+  bool record_eager_use(void* ptr, void* ctx, Stream stream);
   // A large block pinned for `rounded` bytes; on a failed pin, idle large blocks are given back
   // and the pin is tried once more. give_back_idle_large: oldest first, until at most
   // `keep_bytes` stay idle.
@@ -276,21 +275,22 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void resume_capture_locked(CapturedGraph* graph, CaptureFilter filter);
   CapturedGraph* graph_mid_capture_locked(c10::DeviceIndex device, MempoolId pool_id);
   void stop_capture_locked(CapturedGraph* graph);
-  void kill_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
+  void graph_dies_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
   bool runtime_still_captures(CapturedGraph* graph);
 
   // Graph pools internals (graph_pools.cpp).
   std::pair<void*, void*> allocate_during_capture(size_t size);
   std::pair<void*, void*> allocate_in_pool(GraphPool& pool, size_t size);
-  void free_slow(PinBlock* block);
+  void free_under_lock(PinBlock* block);
   GraphPool* pool_for_capture_locked(c10::DeviceIndex device, MempoolId id);
-  void release_graph_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
-  void maybe_delete_pool_locked(GraphPool* pool);
-  void settle_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
+  int capturing_into_locked(const GraphPool* pool) const;  // its graphs in capturing_
+  void drop_pool_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
+  void delete_pool_if_empty_locked(GraphPool* pool);
+  void free_or_graph_owned_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
                      std::vector<PinBlock*>& base_frees);
-  void give_back_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
-  void finish_graph_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
+  void unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
+  void graph_replays_over_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
                            std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
   // One process_pending() pass and its steps (graph_pools.cpp, Note [Replay fences]); what a
@@ -319,7 +319,7 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   std::mutex map_mutex_;
   std::map<uintptr_t, MappedBlock> block_map_;
 
-  std::atomic<int> captures_underway_{0};
+  std::atomic<int> captures_underway_{0};  // capturing_.size(), for the fast path
   std::atomic<int> pending_{0};  // dead graphs + pool blocks waiting for events
 
   // Guards everything below, the graphs' and pools' fields, PinBlock's use counts /
@@ -337,10 +337,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   ska::flat_hash_map<PoolKey, GraphPool*, PoolKeyHash> pools_;  // live pools by device and id
   c10::DeviceIndex max_pool_device_{-1};  // the highest device any pool was made for
   // release_pool calls not yet matched to a graph, per pool id (Note [Pools per device]).
-  std::map<MempoolId, int> unnamed_releases_;
+  std::map<MempoolId, int> unmatched_releases_;
   std::vector<GraphPool*> all_pools_;  // every pool object that exists (live or released)
-  // Blocks free_slow freed while eager copies from them may still run, with the fence of those
-  // copies (Note [Eager-use fences]).
+  // Blocks free_under_lock freed while eager copies from them may still run, with the fence of
+  // those copies (Note [Eager-use fences]).
   std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;
 
   std::mutex process_mutex_;  // serializes process_pending(); fences are used under it only

@@ -8,9 +8,9 @@
 // allocator_observer.h).
 #pragma once
 
-#include "allocator_observer.h"
-#include "npu_runtime.h"
-#include "version_shim.h"
+#include "core/allocator_observer.h"
+#include "runtime/npu_runtime.h"
+#include "runtime/version_shim.h"
 
 #include <atomic>
 #include <cstdint>

@@ -12,7 +12,7 @@
 // peaks ("the best approximation we can get after the fact").
 #pragma once
 
-#include "version_shim.h"
+#include "runtime/version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
 

@@ -34,7 +34,7 @@
 // conjugate or negative bit (torch_npu applies those on the side it copies into; resolve them
 // first). A destination whose elements overlap is refused as ATen refuses it everywhere.
 // Blocking copies are left to torch_npu: a blocking copy cannot be captured, contiguous or not.
-#include "strided_pinned_copy.h"
+#include "copy/strided_pinned_copy.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
@@ -46,7 +46,7 @@
 #include <memory>
 #include <vector>
 
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
 namespace torch_npu_pinpool {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "npu_runtime.h"
+#include "runtime/npu_runtime.h"
 
 namespace torch_npu_pinpool {
 

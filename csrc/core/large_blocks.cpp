@@ -1,5 +1,5 @@
 // LargeBlocks: exact-size (page-rounded) eager pinned blocks. See Note [Large blocks].
-#include "large_blocks.h"
+#include "core/large_blocks.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
@@ -37,7 +37,7 @@ struct HasPinnedLimits<C, std::void_t<decltype(C::pinned_max_round_threshold()),
     : std::true_type {};
 
 template <typename Config>
-bool configure_pinned_limits(size_t threshold) {
+void configure_pinned_limits(size_t threshold) {
   if constexpr (HasPinnedLimits<Config>::value) {
     // Both limits at the threshold, a power of two: Note [Large blocks]. In MiB, as the
     // settings are spelled; a limit the user set lower stays theirs.
@@ -55,9 +55,6 @@ bool configure_pinned_limits(size_t threshold) {
       // to the device allocator's config parser.
       Config::instance().parseArgs(settings);
     }
-    return true;
-  } else {
-    return false;
   }
 }
 
@@ -97,15 +94,12 @@ size_t round_large(size_t size) {
   return (size + page - 1) / page * page;
 }
 
-bool configure_native_rounding() {
+void configure_native_rounding() {
 #if PINPOOL_HAS_ALLOCATOR_CONFIG
-  const size_t threshold = large_block_threshold();
-  if (threshold == 0) {
-    return true;
+  if (large_block_threshold() != 0) {
+    configure_pinned_limits<c10::CachingAllocator::AcceleratorAllocatorConfig>(
+        large_block_threshold());
   }
-  return configure_pinned_limits<c10::CachingAllocator::AcceleratorAllocatorConfig>(threshold);
-#else
-  return false;
 #endif
 }
 

@@ -32,7 +32,7 @@
 // allows waits). A pair goes back only when a *later* probe on the same S has run: by then S
 // has passed its wait on after_probe and P_S its wait on after_work, so re-recording either
 // cannot change what a pending wait waits for (waits take the record current when issued).
-#include "completion_probe.h"
+#include "audit/completion_probe.h"
 
 #include <acl/acl.h>
 #include <c10/util/Exception.h>

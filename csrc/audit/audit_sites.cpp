@@ -13,7 +13,7 @@
 // gives no site. Never taken while holding a lock: the GIL's holder may be waiting for one.
 // Code objects are cached (a reference is kept, so their address stays theirs), and each (file,
 // line) is interned once: a site costs one frame walk and two hash lookups.
-#include "audit.h"
+#include "audit/audit.h"
 
 #include <Python.h>
 

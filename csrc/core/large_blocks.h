@@ -30,7 +30,7 @@
 //     any default-pool block (Note [Graph ownership of blocks]); its free waits for its graphs.
 #pragma once
 
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
 #include <cstddef>
 #include <mutex>
@@ -48,8 +48,8 @@ size_t large_cache_limit();
 // `size` rounded up to the page size.
 size_t round_large(size_t size);
 // Sets c10's pinned_max_round_threshold_mb / pinned_max_cached_size_mb to the threshold when
-// torch has them and the user did not set them lower. Returns false if torch lacks them.
-bool configure_native_rounding();
+// torch has them and the user did not set them lower (else native_rounds_large()).
+void configure_native_rounding();
 // Whether torch_npu still rounds a large block to a power of two (torch without the threshold).
 bool native_rounds_large();
 
@@ -61,8 +61,8 @@ class LargeBlocks {
   PinBlock* take(size_t rounded);
   // A new block, just pinned (large_, ptr_ and size_ set; kInUse): counted.
   void add(PinBlock* block);
-  // A freed block (kFree), with the fence of its eager uses (Note [Eager-use fences]): neither reused
-  // nor given back before the fence is done.
+  // A freed block (kFree), with the fence of its eager uses (Note [Eager-use fences]): neither
+  // reused nor given back before the fence is done.
   void put(PinBlock* block);
   // Removes and returns cached blocks whose events completed, oldest first, until at most
   // `keep_bytes` stay idle (0: every such block).

@@ -2,7 +2,7 @@
 // begun, learns its runtime capture, ends (or fails to), is replayed, and dies (reset, garbage
 // collection, or a capture that ended without a graph); each is one call here. What a graph's
 // death does to its blocks is graph_pools.cpp's (Note [Graph ownership of blocks]).
-#include "pin_pool_allocator.h"
+#include "core/pin_pool_allocator.h"
 
 #include <c10/util/Exception.h>
 #include <torch_npu/csrc/core/npu/NPUFunctions.h>
@@ -60,7 +60,7 @@ namespace torch_npu_pinpool {
 //     stream, a stream of the capture device; the conditional-node calls run on the capture
 //     device's streams too. So the capture ended is the one into (current device, id).
 //   * release_pool: reset() (and the C++ destructor, on any thread) calls it with whatever
-//     device is current (measured: a reset with another device current names that device), so
+//     device is current (a reset with another device current names that device), so
 //     it names no device. Announced graphs ignore it (their hooks report their death by
 //     handle). Of unannounced graphs of the id on one device, one dies, as ever; when they
 //     span devices, which one died is unknown, so none dies until as many release_pool calls
@@ -73,7 +73,7 @@ namespace torch_npu_pinpool {
 
 namespace {
 // The device a pool hook means (Note [Pools per device]).
-c10::DeviceIndex hook_device() { return c10_npu::current_device(); }
+c10::DeviceIndex pool_hook_device() { return c10_npu::current_device(); }
 
 // The graph graph_begin announced on this thread for the next begin_allocate_to_pool.
 thread_local CapturedGraph* t_announced = nullptr;
@@ -125,7 +125,7 @@ CapturedGraph* PinPoolHostAllocatorImpl::new_graph_locked(bool announced) {
   auto* graph = new CapturedGraph();
   graph->handle = ++next_handle_;
   graph->announced = announced;
-  graph->device = hook_device();
+  graph->device = pool_hook_device();
   graphs_.emplace(graph->handle, graph);
   return graph;
 }
@@ -144,9 +144,8 @@ void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, Captu
   if (observer_ != nullptr) {
     observer_->graph_capturing(graph->handle, true);
   }
-  graph->pool->capturing++;
   capturing_.push_back(graph);
-  captures_underway_.fetch_add(1, std::memory_order_relaxed);
+  captures_underway_.store(static_cast<int>(capturing_.size()), std::memory_order_relaxed);
 }
 
 // Note [Conditional nodes]
@@ -172,8 +171,7 @@ CapturedGraph* PinPoolHostAllocatorImpl::graph_mid_capture_locked(c10::DeviceInd
 
 void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
   capturing_.erase(std::remove(capturing_.begin(), capturing_.end(), graph), capturing_.end());
-  captures_underway_.fetch_sub(1, std::memory_order_relaxed);
-  graph->pool->capturing--;
+  captures_underway_.store(static_cast<int>(capturing_.size()), std::memory_order_relaxed);
   graph->filter = nullptr;
   graph->state = CapturedGraph::State::kAlive;
   if (observer_ != nullptr) {
@@ -182,8 +180,8 @@ void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
 }
 
 // The graph is gone (or never came to be): it drops its pool use now and its blocks once its
-// replays are over (finish_graph_locked, after the fence).
-void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
+// replays are over (graph_replays_over_locked, after the fence).
+void PinPoolHostAllocatorImpl::graph_dies_locked(CapturedGraph* graph,
                                                  std::vector<c10::DataPtr>& released) {
   if (graph->state == CapturedGraph::State::kCapturing) {
     stop_capture_locked(graph);
@@ -195,12 +193,11 @@ void PinPoolHostAllocatorImpl::kill_graph_locked(CapturedGraph* graph,
   if (observer_ != nullptr) {
     observer_->graph_died(graph->handle);
   }
-  graph->state = CapturedGraph::State::kDead;
   if (graph->pool != nullptr) {
     if (!graph->announced) {
       graph->pool->unannounced--;
     }
-    release_graph_use_locked(graph->pool, released);
+    drop_pool_use_locked(graph->pool, released);
     graph->pool = nullptr;
   }
   unfenced_.push_back(graph);
@@ -267,7 +264,7 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
 }
 
 void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) {
-  const c10::DeviceIndex device = hook_device();
+  const c10::DeviceIndex device = pool_hook_device();
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = t_announced;
   t_announced = nullptr;
@@ -322,12 +319,12 @@ bool PinPoolHostAllocatorImpl::graph_begin_failed(uint64_t handle) {
   if (graph->state == CapturedGraph::State::kCapturing && runtime_still_captures(graph)) {
     return true;  // the runtime captures: keep protecting it
   }
-  kill_graph_locked(graph, released);
+  graph_dies_locked(graph, released);
   return false;
 }
 
 void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
-  const c10::DeviceIndex device = hook_device();  // Note [Pools per device]
+  const c10::DeviceIndex device = pool_hook_device();  // Note [Pools per device]
   std::lock_guard<std::mutex> lock(mutex_);
   for (CapturedGraph* graph : capturing_) {
     if (graph->pool->id == pool_id && graph->pool->device == device) {
@@ -385,7 +382,7 @@ bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
     const GraphPool& pool = *graph->pool;
     observer_->capture_failed(&pool, pool.id, pool.blocks, pool.bytes_held);
   }
-  kill_graph_locked(graph, released);
+  graph_dies_locked(graph, released);
   return false;
 }
 
@@ -423,11 +420,11 @@ struct NotedReplay {
   c10::DeviceIndex device{-1};
   c10::StreamId stream{0};
 };
-thread_local std::array<NotedReplay, 8> t_noted{};
+thread_local std::array<NotedReplay, 8> t_replays_noted{};
 }  // namespace
 
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
-  NotedReplay& noted = t_noted[handle % t_noted.size()];
+  NotedReplay& noted = t_replays_noted[handle % t_replays_noted.size()];
   if (noted.handle == handle &&
       c10_npu::getCurrentNPUStream(noted.device).id() == noted.stream) {
     return;
@@ -450,7 +447,7 @@ bool PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
   if (graph == nullptr) {
     return false;
   }
-  kill_graph_locked(graph, released);
+  graph_dies_locked(graph, released);
   return fences_.empty();  // no fence in flight: fence its replays now (process_pending)
 }
 
@@ -484,12 +481,12 @@ void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
     } else if (std::all_of(alive.begin(), alive.end(), [&](const CapturedGraph* graph) {
                  return graph->pool == alive.front()->pool;
                })) {
-      kill_graph_locked(alive.front(), released);  // one device: any of them, as ever
-    } else if (static_cast<size_t>(++unnamed_releases_[pool_id]) >= alive.size()) {
+      graph_dies_locked(alive.front(), released);  // one device: any of them, as ever
+    } else if (static_cast<size_t>(++unmatched_releases_[pool_id]) >= alive.size()) {
       // Note [Pools per device]: which one died is unknown until all have.
-      unnamed_releases_.erase(pool_id);
+      unmatched_releases_.erase(pool_id);
       for (CapturedGraph* graph : alive) {
-        kill_graph_locked(graph, released);
+        graph_dies_locked(graph, released);
       }
     }
   }
@@ -509,21 +506,21 @@ bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
     return false;
   }
   for (PinBlock* block : found) {
-    if (block != nullptr) {
-      record_captured_use(block, *graph);
-    } else {
-      TORCH_WARN_ONCE(
-          "torch_npu_pinpool: a pinned tensor allocated before torch_npu_pinpool was "
-          "activated is used inside a graph capture; it is not protected from reuse. "
-          "Import torch_npu_pinpool before pinning memory.");
-    }
+    record_captured_use(block, *graph);
   }
   graph->replay_state.push_back(std::move(state));
   return true;
 }
 
-// A captured operation on `graph`'s stream reads or writes `block`.
+// A captured operation on `graph`'s stream reads or writes `block` (null: not ours).
 bool PinPoolHostAllocatorImpl::record_captured_use(PinBlock* block, CapturedGraph& graph) {
+  if (block == nullptr) {
+    TORCH_WARN_ONCE(
+        "torch_npu_pinpool: a pinned tensor allocated before torch_npu_pinpool was activated is "
+        "used inside a graph capture; it is not protected from reuse. Import torch_npu_pinpool "
+        "before pinning memory.");
+    return false;
+  }
   if (observer_ != nullptr) {
     observer_->used_by_capture(block->ptr_, block->size_, block->pool_, graph.handle,
                                graph.device);

@@ -12,8 +12,8 @@
 // the others come with no lock of the allocator held, and may take the GIL.
 #pragma once
 
-#include "npu_runtime.h"
-#include "version_shim.h"
+#include "runtime/npu_runtime.h"
+#include "runtime/version_shim.h"
 
 #include <cstddef>
 #include <cstdint>

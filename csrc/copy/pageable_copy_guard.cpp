@@ -7,8 +7,8 @@
 // capturing stream is rejected with 107000 (sync aclrtMemcpy during capture: 107030) and
 // torch_npu reports "The Inner error is reported as above. The process exits for this inner
 // error, and the current copy params are srclen=..., kind=1" - and after the non_blocking
-// case its task queue runs nothing more (measured on the simulated runtime, 2.13: later eager
-// kernels leave their outputs unwritten). Upstream CUDA refuses the copy up front ("Cannot copy
+// case its task queue runs nothing more (later eager kernels leave their outputs unwritten).
+// Upstream CUDA refuses the copy up front ("Cannot copy
 // between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned").
 //
 // torch_npu's copy_ kernel for PrivateUse1 is not exported, so the guard takes the kernel the
@@ -54,8 +54,8 @@ namespace {
 c10::SafeKernelFunction* g_native_copy = nullptr;
 torch::Library* g_guard_library = nullptr;
 
-// SafeKernelFunction only offers a boxed call (measured: +0.3 - 0.5 us on a 2 - 4 us eager
-// copy on the simulated runtime). Its KernelFunction member calls torch_npu's kernel unboxed,
+// SafeKernelFunction only offers a boxed call, which costs an eager copy more than the guard
+// may (bench/: P8). Its KernelFunction member calls torch_npu's kernel unboxed,
 // as the dispatcher itself would. The member is private; an explicit template instantiation
 // may name it (C++ [temp.explicit]: access checking does not apply there), which is how we
 // read it - the same object, no layout assumption.

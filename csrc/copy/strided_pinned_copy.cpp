@@ -6,8 +6,8 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // torch_npu copies only contiguous host memory to or from the NPU. For any other host side it
 // makes a contiguous temporary (Tensor::contiguous() of the view, or empty_like of it) - plain
-// pageable memory - and copies that (measured: torch_npu 2.10 and 2.13, copy_h2d_baseformat /
-// copy_d2h_baseformat in CopyKernelOpApi.cpp). Eager, the copy then runs synchronously; in a
+// pageable memory - and copies that (copy_h2d_baseformat / copy_d2h_baseformat in
+// CopyKernelOpApi.cpp). Eager, the copy then runs synchronously; in a
 // capture the runtime refuses the async copy of pageable memory (107000) and torch_npu reports
 // "The Inner error is reported as above ... kind=1". Had it been taken, the replay would read
 // the temporary: the view's bytes at capture time, not at replay time.

@@ -278,6 +278,9 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void graph_dies_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released);
   bool record_captured_use(PinBlock* block, CapturedGraph& graph);
   bool runtime_still_captures(CapturedGraph* graph);
+  // A capture_begin or capture_end that raised: false if the graph died of it (Note [Capture
+  // that ended without telling the allocator]).
+  bool capture_failed(uint64_t handle, bool at_end);
 
   // Graph pools internals (graph_pools.cpp).
   std::pair<void*, void*> allocate_during_capture(size_t size);
@@ -288,10 +291,10 @@ class PinPoolHostAllocatorImpl final : public at::CachingHostAllocatorImpl<Strea
   void drop_pool_use_locked(GraphPool* pool, std::vector<c10::DataPtr>& released);
   void delete_pool_if_empty_locked(GraphPool* pool);
   void free_or_graph_owned_locked(PinBlock* block, std::vector<c10::DataPtr>& released,
-                     std::vector<PinBlock*>& base_frees);
+                                  std::vector<PinBlock*>& base_frees);
   void unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
   void graph_replays_over_locked(CapturedGraph* graph, std::vector<c10::DataPtr>& released,
-                           std::vector<PinBlock*>& base_frees);
+                                 std::vector<PinBlock*>& base_frees);
   void update_pending_locked();
   // One process_pending() pass and its steps (graph_pools.cpp, Note [Replay fences]); what a
   // pass gives back is collected in `out` and handed back with no lock of ours held.

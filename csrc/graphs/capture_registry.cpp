@@ -182,7 +182,7 @@ void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
 // The graph is gone (or never came to be): it drops its pool use now and its blocks once its
 // replays are over (graph_replays_over_locked, after the fence).
 void PinPoolHostAllocatorImpl::graph_dies_locked(CapturedGraph* graph,
-                                                 std::vector<c10::DataPtr>& released) {
+                                                  std::vector<c10::DataPtr>& released) {
   if (graph->state == CapturedGraph::State::kCapturing) {
     stop_capture_locked(graph);
   }
@@ -310,17 +310,7 @@ void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
 }
 
 bool PinPoolHostAllocatorImpl::graph_begin_failed(uint64_t handle) {
-  std::vector<c10::DataPtr> released;  // dies after the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
-  if (graph == nullptr) {
-    return false;
-  }
-  if (graph->state == CapturedGraph::State::kCapturing && runtime_still_captures(graph)) {
-    return true;  // the runtime captures: keep protecting it
-  }
-  graph_dies_locked(graph, released);
-  return false;
+  return capture_failed(handle, /*at_end=*/false);
 }
 
 void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
@@ -361,24 +351,32 @@ void PinPoolHostAllocatorImpl::graph_end(uint64_t handle, MempoolId pool_id) {
 // When torch_npu's capture_end raises, the runtime capture may be over (107038, 107025,
 // 507903: the stream left the capture, no graph came of it) or still going (capture_end called
 // on the wrong stream). torch_npu 2.11 checks aclmdlRICaptureEnd's result *before* it calls
-// end_allocate_to_pool, 2.12 on call it first, and <= 2.10 never calls it: so the registry
+// end_allocate_to_pool, 2.12 on calls it first, and <= 2.10 never calls it: so the registry
 // asks the runtime. Over: the graph dies now (no replay can read its blocks). Still going: the
 // capture stays registered, so a correct retry of capture_end works.
+//
+// A capture_begin that raised is judged the same way, but a registration torch_npu did not
+// make or already stopped is never resumed there: the graph dies.
 bool PinPoolHostAllocatorImpl::graph_end_failed(uint64_t handle) {
+  return capture_failed(handle, /*at_end=*/true);
+}
+
+bool PinPoolHostAllocatorImpl::capture_failed(uint64_t handle, bool at_end) {
   std::vector<c10::DataPtr> released;  // dies after the lock
   std::lock_guard<std::mutex> lock(mutex_);
   CapturedGraph* graph = graph_locked(handle);
   if (graph == nullptr) {
     return false;
   }
-  if (runtime_still_captures(graph)) {
-    if (graph->state != CapturedGraph::State::kCapturing) {
+  const bool registered = graph->state == CapturedGraph::State::kCapturing;
+  if ((registered || at_end) && runtime_still_captures(graph)) {
+    if (!registered) {
       // torch_npu stopped the registration although the runtime still captures.
       resume_capture_locked(graph, model_filter(graph));
     }
-    return true;
+    return true;  // keep protecting it
   }
-  if (observer_ != nullptr && graph->pool != nullptr) {  // Note [Failed captures]
+  if (at_end && observer_ != nullptr && graph->pool != nullptr) {  // Note [Failed captures]
     const GraphPool& pool = *graph->pool;
     observer_->capture_failed(&pool, pool.id, pool.blocks, pool.bytes_held);
   }

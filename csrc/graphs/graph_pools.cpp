@@ -183,8 +183,8 @@ void PinPoolHostAllocatorImpl::free_under_lock(PinBlock* block) {
 // A block whose tensor died and whose eager copies ran: graph-owned while graphs list it,
 // else free (Note [Block states]).
 void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block,
-                                             std::vector<c10::DataPtr>& released,
-                                             std::vector<PinBlock*>& base_frees) {
+                                                          std::vector<c10::DataPtr>& released,
+                                                          std::vector<PinBlock*>& base_frees) {
   if (block->graph_uses_ != 0) {
     block->set_state(BlockState::kGraphOwned);
     return;
@@ -206,8 +206,7 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block,
   }
 }
 
-void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block,
-                                                std::vector<c10::DataPtr>& released) {
+void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released) {
   GraphPool* pool = block->pool_;
   pool->blocks--;
   pool->bytes_held -= block->size_;
@@ -226,7 +225,7 @@ void PinPoolHostAllocatorImpl::delete_pool_if_empty_locked(GraphPool* pool) {
 }
 
 void PinPoolHostAllocatorImpl::drop_pool_use_locked(GraphPool* pool,
-                                                        std::vector<c10::DataPtr>& released) {
+                                                    std::vector<c10::DataPtr>& released) {
   TORCH_INTERNAL_ASSERT(pool->graphs > 0, "memory pool released more often than used");
   if (--pool->graphs > 0) {
     return;
@@ -250,8 +249,8 @@ void PinPoolHostAllocatorImpl::drop_pool_use_locked(GraphPool* pool,
 
 // The graph's fence completed: no replay of it can run any more.
 void PinPoolHostAllocatorImpl::graph_replays_over_locked(CapturedGraph* graph,
-                                                   std::vector<c10::DataPtr>& released,
-                                                   std::vector<PinBlock*>& base_frees) {
+                                                         std::vector<c10::DataPtr>& released,
+                                                         std::vector<PinBlock*>& base_frees) {
   for (PinBlock* block : graph->blocks) {
     if (--block->graph_uses_ != 0) {
       continue;
@@ -430,19 +429,9 @@ void PinPoolHostAllocatorImpl::fence_dead_graphs(bool wait, GivenBack& out) {
 // Introspection
 
 const char* block_state_name(BlockState state) {
-  switch (state) {
-    case BlockState::kFree:
-      return "free";
-    case BlockState::kInUse:
-      return "in_use";
-    case BlockState::kGraphUsed:
-      return "graph_used";
-    case BlockState::kGraphOwned:
-      return "graph_owned";
-    case BlockState::kAwaitingCopies:
-      return "awaiting_copies";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"free", "in_use", "graph_used", "graph_owned",
+                                           "awaiting_copies"};  // in BlockState's order
+  return kNames[static_cast<int>(state)];
 }
 
 const char* PinPoolHostAllocatorImpl::block_state(const void* ptr) {

@@ -45,9 +45,12 @@ def note(step: str, ptr: int, **facts) -> None:
 
 
 def settle() -> None:
-    """Lets queued work run, then one pass (host_memory_stats runs it)."""
-    torch.npu.synchronize()
-    held_bytes()
+    """Lets queued work run, then a pass (host_memory_stats runs it), twice: a fence the first
+    pass records (a stream's capture just ended, or a fence of dead graphs was in flight) has
+    completed by the second."""
+    for _ in range(2):
+        torch.npu.synchronize()
+        held_bytes()
 
 
 side_stream()

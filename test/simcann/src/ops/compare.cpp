@@ -559,32 +559,32 @@ aclnnStatus aclnnIsCloseGetWorkspaceSize(const aclTensor* self, const aclTensor*
 }
 SIMCANN_ACLNN_LAUNCH(aclnnIsClose)
 
-// aclnnXxGetWorkspaceSize(self, out, ...) and aclnnInplaceXxGetWorkspaceSize(selfRef, ...) of a
-// unary op (selfRef is both self and out).
-#define SIMCANN_UNARY(X, kind)                                                                     \
+// aclnnXxGetWorkspaceSize(self, out, ...) and aclnnInplaceXxGetWorkspaceSize(selfRef, ...) of the
+// unary op Unary::kXx (selfRef is both self and out).
+#define SIMCANN_UNARY(X)                                                                           \
   aclnnStatus aclnn##X##GetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,      \
                                          aclOpExecutor** ex) {                                     \
-    return so::unary("aclnn" #X, kind, self, out, ws, ex);                                         \
+    return so::unary("aclnn" #X, so::Unary::k##X, self, out, ws, ex);                              \
   }                                                                                                \
   SIMCANN_ACLNN_LAUNCH(aclnn##X)
-#define SIMCANN_INPLACE_UNARY(X, kind)                                                             \
+#define SIMCANN_INPLACE_UNARY(X)                                                                   \
   aclnnStatus aclnnInplace##X##GetWorkspaceSize(aclTensor* selfRef, uint64_t* ws,                  \
                                                 aclOpExecutor** ex) {                              \
-    return so::unary("aclnnInplace" #X, kind, selfRef, selfRef, ws, ex);                           \
+    return so::unary("aclnnInplace" #X, so::Unary::k##X, selfRef, selfRef, ws, ex);                \
   }                                                                                                \
   SIMCANN_ACLNN_LAUNCH(aclnnInplace##X)
 
 // docs/aclnnIsFinite.md: (self, out, ...).
-SIMCANN_UNARY(IsFinite, so::Unary::kIsFinite)
+SIMCANN_UNARY(IsFinite)
 // docs/aclnnCeil&aclnnInplaceCeil.md: (self, out, ...) / (selfRef, ...); integers unchanged.
-SIMCANN_UNARY(Ceil, so::Unary::kCeil)
-SIMCANN_INPLACE_UNARY(Ceil, so::Unary::kCeil)
+SIMCANN_UNARY(Ceil)
+SIMCANN_INPLACE_UNARY(Ceil)
 // docs/aclnnSqrt&aclnnInplaceSqrt.md: aclnnSqrtGetWorkspaceSize(self, out, ...),
 // aclnnInplaceSqrtGetWorkspaceSize(selfRef, ...).
-SIMCANN_UNARY(Sqrt, so::Unary::kSqrt)
-SIMCANN_INPLACE_UNARY(Sqrt, so::Unary::kSqrt)
+SIMCANN_UNARY(Sqrt)
+SIMCANN_INPLACE_UNARY(Sqrt)
 // docs/aclnnAbs.md: (self, out, ...).
-SIMCANN_UNARY(Abs, so::Unary::kAbs)
+SIMCANN_UNARY(Abs)
 
 // docs/aclnnBitwiseAndTensor.md: (self, other, out, ...); aclnnInplaceBitwiseAndTensor(selfRef,
 // other, ...); aclnnBitwiseOrTensor&aclnnInplaceBitwiseOrTensor.md likewise.

@@ -145,7 +145,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("install_copy_direction_scope", &pp::install_copy_direction_scope);
   m.def("audit_replay", &pp::audit_replay);
   m.def("audit_host_function", [] { pp::audit().note_host_function(); });
-  // Note [Failed captures] (audit.cpp): from the NPUGraph.capture_end hook, before the graph goes.
   m.def("report_data", &pp::report_data);
   m.def("report_checks", &pp::report_checks);
   m.def("report_close", [] { pp::audit().close(); });

@@ -172,7 +172,10 @@ done
 echo "logs and JUnit XML: $WORK"
 
 # ---- 6. the records -----------------------------------------------------------------------
-versions="$(cd "$WORK" && python -c 'import importlib.metadata as m, torch_npu
+# torch before torch_npu: with the backend autoload on, a bare `import torch_npu` aborts in the
+# test envs ("Duplicated key 'pinned_reserve_segment_size_mb'": the autoload imports torch_npu
+# before _pinpool_testenv's key fix runs), which left the records' torch / torch_npu empty.
+versions="$(cd "$WORK" && python -c 'import importlib.metadata as m, torch, torch_npu
 print(m.version("torch"), torch_npu.__version__)' 2>/dev/null | tail -1)"
 commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 [[ -z "$(git status --porcelain -- csrc torch_npu_pinpool test/simcann ci ':!ci/results' 2>/dev/null)" ]] ||

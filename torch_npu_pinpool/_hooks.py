@@ -3,12 +3,11 @@ tell the allocator's capture registry about each graph (csrc/graphs/capture_regi
 [Graph handles]).
 
 ``torch.npu.graph``, ``make_graphed_callables``, graph trees, TorchAir and vllm-ascend all go
-through NPUGraph's methods, and ``torch.accelerator.Graph`` (a Python class over ATen's graph,
-which reaches torch_npu's graph past NPUGraph) has the same four, so patching the two classes'
-attributes covers them. Each hook is one registry
-call around the original method; the registry knows the torch_npu mode (whether torch_npu calls
-the pool hooks itself), so the hooks are the same on every supported torch_npu. A graph keeps
-one opaque attribute: its ``_GraphRef``.
+through NPUGraph's methods; ``torch.accelerator.Graph`` (a Python class over ATen's graph, which
+reaches torch_npu's graph past NPUGraph) has the same four. Patching the two classes' attributes
+covers them. Each hook is one registry call around the original method; the registry knows the
+torch_npu mode (whether torch_npu calls the pool hooks itself), so the hooks are the same on
+every supported torch_npu. A graph keeps one opaque attribute: its ``_GraphRef``.
 """
 
 from __future__ import annotations

@@ -400,9 +400,9 @@ void Audit::pool_block_settled(void* block, size_t block_size) {
 // death releases anything): the blocks and bytes the pool held then, once; a block of that pool
 // a stream used is not counted again when it settles, and the pool's release is no
 // released_pool_recapture (natively it is never released, so a capture into its id works), nor
-// is any later release of that id. A capture that raised inside `with torch.npu.graph` but whose capture_end succeeded
-// (e.g. an illegal synchronize, refused with 107027 while the capture goes on) is an ordinary
-// capture: its blocks are the other shapes'.
+// is any later release of that id. A capture that raised inside `with torch.npu.graph` but
+// whose capture_end succeeded (e.g. an illegal synchronize, refused with 107027 while the
+// capture goes on) is an ordinary capture: its blocks are the other shapes'.
 void Audit::capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& state = *state_;

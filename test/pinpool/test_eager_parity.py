@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from ._snippets import under_thread_sanitizer
+
 MiB = 1 << 20
 PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}
 BOTH = pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "native"])
@@ -85,6 +87,11 @@ def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
 def test_forked_child_neither_hangs_nor_calls_the_runtime(scenario, plugin):
     """A child forked after pinned copies and a replay frees what it inherited, tries to pin
     and reads the stats exactly as natively, and exits; the parent goes on unharmed."""
+    if under_thread_sanitizer():
+        # TSan aborts any child that starts a thread after a multi-threaded fork ("starting new
+        # threads after multi-threaded fork is not supported"): the simulated runtime's stream
+        # workers in the child do, plugin on and off alike (2.14 TSan leg). ASan runs it.
+        pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
     o = scenario("fork_child", env=_env(plugin)).result
     assert o["status"] == 0, o
     assert o["values"] == [4.0] and o["graph"] == [2.0], o

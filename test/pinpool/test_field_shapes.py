@@ -38,7 +38,13 @@ APIS = pytest.mark.parametrize("api", ["npu_graph", "accelerator"])
 NOT_CAPTURED = "without a preceding successful capture"
 # torch_npu 2.10's *device* caching allocator: a failed capture_end leaves the pool recording, so
 # the next capture into the same pool id fails, plugin or not (the host side is the plugin's).
-STILL_RECORDING = "already recording to mempool_id"
+# Its words differ by build: 2.10.0.post7 "already recording to mempool_id", 2.10.0.post6 an
+# INTERNAL ASSERT on captures_underway.empty() (NPUCachingAllocator.cpp).
+STILL_RECORDING = ("already recording to mempool_id", "captures_underway.empty()")
+
+
+def _still_recording(r: dict) -> bool:
+    return any(words in r.get("second_error", "") for words in STILL_RECORDING)
 
 
 def _failed(
@@ -65,7 +71,7 @@ def test_failed_capture_gives_every_block_back(scenario, api, how, end):
     r = _failed(scenario, True, how, end, api)
     assert (r["held_after"], r["held_end"], r["pools"]) == (0, 0, 0), r
     if how == "unjoined" and not native_pools():
-        assert STILL_RECORDING in r.get("second_error", ""), r
+        assert _still_recording(r), r
     else:
         assert r.get("second") == [2.0], r
 
@@ -89,7 +95,7 @@ def test_failed_capture_is_what_native_does(scenario, api, how, end):
         assert "use_count > 0" in r.get("second_error", ""), r
     elif how == "unjoined":
         assert (r["held_after"], r["held_end"]) == (0, 0), r
-        assert STILL_RECORDING in r.get("second_error", ""), r
+        assert _still_recording(r), r
     else:
         assert (r["held_after"], r["held_end"]) == (0, 0), r
         assert r.get("second") not in (None, [2.0]), r

@@ -2,7 +2,7 @@
 eager pinned copy, then a capture + replay; reports the values or the capture's error."""
 
 import torch
-from scenario import N, pinned, report, side_stream, values
+from scenario import N, capture_pinned_copy, pinned, replay_over_others, report, side_stream, values
 
 side_stream()
 out = {}
@@ -13,14 +13,8 @@ torch.npu.synchronize()
 out["eager"] = values(d)
 try:
     g = torch.npu.NPUGraph()
-    with torch.npu.graph(g):
-        x = pinned(1.0)
-        d.copy_(x, non_blocking=True)
-        del x
-    others = [pinned(9.0) for _ in range(4)]
-    g.replay()
-    torch.npu.synchronize()
-    out["replay"] = values(d)
+    capture_pinned_copy(torch.npu.graph(g), d, 1.0)
+    out["replay"] = replay_over_others(g, d)
 except Exception as e:
     out["error"] = str(e)
 report(out)

@@ -27,7 +27,6 @@ graph pools left; 0 with it off) and the audit report's entries (TORCH_NPU_PINPO
 
 from __future__ import annotations
 
-import gc
 import os
 
 import torch
@@ -35,11 +34,14 @@ import torch_npu
 from scenario import (
     PLUGIN,
     N,
+    capture_pinned_copy,
     hazards,
     held_bytes,
     pinned,
     pools,
+    replay_over_others,
     report,
+    settled_held,
     side_stream,
     site,
     values,
@@ -80,14 +82,6 @@ def fail(dev: torch.Tensor) -> None:
             dev.mul_(1.0)  # never joined back to the capturing stream
 
 
-def settled_held() -> int:
-    """Pinned bytes held above the baseline once queued work ran and the cache was emptied."""
-    gc.collect()
-    torch.npu.synchronize()
-    torch_npu.npu.host_empty_cache()
-    return held_bytes() - baseline
-
-
 if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Graph"):
     report({"available": False})  # torch < 2.13
     raise SystemExit(0)
@@ -119,25 +113,18 @@ except RuntimeError as e:
 if END == "reset":
     g.reset()
 del g, capturing  # the context manager holds the graph too
-out["held_after"] = settled_held()
+out["held_after"] = settled_held(baseline)
 
 dev.zero_()
 g2, capturing = new_graph(handle)
 try:
-    with capturing:
-        y = pinned(2.0)
-        dev.copy_(y, non_blocking=True)
-        del y
-    others = [pinned(9.0) for _ in range(4)]
-    g2.replay()
-    torch.npu.synchronize()
-    out["second"] = values(dev)
-    del others
+    capture_pinned_copy(capturing, dev, 2.0)
+    out["second"] = replay_over_others(g2, dev)
 except RuntimeError as e:
     out["second_error"] = str(e).splitlines()[0][:200]
 g2.reset()
 del g2, capturing
-out["held_end"] = settled_held()
+out["held_end"] = settled_held(baseline)
 out["pools"] = len(pools()) if PLUGIN else 0
 out["pin_site"] = site("pin")
 out["hazards"] = hazards()

@@ -12,12 +12,11 @@ host_empty_cache() ran, host_memory_stats()).
 
 from __future__ import annotations
 
-import gc
 import os
 
 import torch
 import torch_npu
-from scenario import N, held_bytes, report, side_stream, values
+from scenario import N, held_bytes, replay_over_others, report, settled_held, side_stream
 
 SHAPE = os.environ.get("MIXED_SHAPE", "inside")
 if SHAPE not in ("inside", "before"):
@@ -33,15 +32,8 @@ with torch.npu.graph(g):
     src = torch.full((N,), 1.5).pin_memory() if early is None else early
     dev.copy_(src, non_blocking=True)  # float32 pinned -> float16 device
     del src, early
-others = [torch.full((N,), 9.0).pin_memory() for _ in range(8)]
-g.replay()
-torch.npu.synchronize()
-out = {"values": values(dev), "dtype": str(dev.dtype)}
-del others
+out = {"values": replay_over_others(g, dev, 8), "dtype": str(dev.dtype)}
 g.reset()
 del g
-gc.collect()
-torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
-out["held_after"] = held_bytes() - baseline
+out["held_after"] = settled_held(baseline)
 report(out)

@@ -2,7 +2,7 @@
 Reports the values each replay wrote, or the error of the second capture."""
 
 import torch
-from scenario import N, pinned, report, side_stream, values
+from scenario import N, capture_pinned_copy, pinned, replay_over_others, report, side_stream, values
 
 side_stream()
 out = {}
@@ -19,14 +19,8 @@ out["first"] = values(dev)
 g1.reset()
 try:
     g2 = torch.npu.NPUGraph()
-    with torch.npu.graph(g2, pool=handle):
-        y = pinned(2.0)
-        dev.copy_(y, non_blocking=True)
-        del y
-    others = [pinned(9.0) for _ in range(4)]
-    g2.replay()
-    torch.npu.synchronize()
-    out["second"] = values(dev)
+    capture_pinned_copy(torch.npu.graph(g2, pool=handle), dev, 2.0)
+    out["second"] = replay_over_others(g2, dev)
 except Exception as e:
     out["error"] = str(e)[:300]
 report(out)

@@ -84,6 +84,35 @@ def values(t: torch.Tensor) -> list[float]:
     return sorted(set(t.cpu().tolist()))
 
 
+def settled_held(baseline: int) -> int:
+    """Pinned bytes held above ``baseline`` once garbage is collected, queued work has run and
+    ``host_empty_cache()`` gave the cached blocks back."""
+    gc.collect()
+    torch.npu.synchronize()
+    torch_npu.npu.host_empty_cache()
+    return held_bytes() - baseline
+
+
+def capture_pinned_copy(capturing: Any, dev: torch.Tensor, value: float) -> None:
+    """In the capture ``with capturing``: a ``non_blocking`` copy into ``dev`` from a pinned
+    float32 tensor of ``value`` (``dev``'s element count), freed inside the capture."""
+    with capturing:
+        x = pinned(value, dev.numel())
+        dev.copy_(x, non_blocking=True)
+        del x
+
+
+def replay_over_others(graph: Any, dev: torch.Tensor, others: int = 4) -> list[float]:
+    """``graph.replay()`` after ``others`` other pinned tensors (9.0) were written, the blocks a
+    pinned input given back too early would be handed to; returns ``values(dev)`` once it ran."""
+    junk = [pinned(9.0) for _ in range(others)]
+    graph.replay()
+    torch.npu.synchronize()
+    result = values(dev)
+    del junk
+    return result
+
+
 def side_stream() -> torch.npu.Stream:
     """Make a fresh side stream current (graphs cannot be captured on the default stream)."""
     stream = torch.npu.Stream()

@@ -2,11 +2,9 @@
 input lives (``during``) and after it is gone (``after``), against the value before; and the
 plugin's pool_stats() at both points."""
 
-import gc
-
 import torch
 import torch_npu
-from scenario import held_bytes, pinned, pools, report, side_stream
+from scenario import held_bytes, pinned, pools, report, settled_held, side_stream
 
 side_stream()
 out = {}
@@ -26,9 +24,6 @@ out["pools"] = [
 ]
 g.replay()
 del g
-gc.collect()
-torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
-out["after"] = held_bytes() - before
+out["after"] = settled_held(before)
 out["pools_after"] = pools()
 report(out)

@@ -54,15 +54,26 @@ def physical(n, where=HOST, attr=HBM_MEM_HUGE):
     return rc, h
 """
 
-
-def test_vmm_rules_and_codes(run_isolated):
-    o = run_isolated(
-        ACL
-        + VMM
-        + r"""
+# The start of every snippet below: `r` collects its results, `base_host` is the host bytes counted
+# before it, `va` a reservation of four segments, `h` one segment's physical handle (`rc` the
+# aclrtMallocPhysical code).
+VMM_START = r"""
 r = {}
+base_host = simcann_host_bytes_live()
 va = reserve(4 * SEG)
 rc, h = physical(SEG)
+"""
+
+
+def run_vmm(run_isolated, body):
+    """`result` of `body` run in a fresh process after ACL, VMM and VMM_START."""
+    return run_isolated(ACL + VMM + VMM_START + body).result
+
+
+def test_vmm_rules_and_codes(run_isolated):
+    o = run_vmm(
+        run_isolated,
+        r"""
 r["malloc"] = rc
 r["reserve_bad_alignment"] = aclrtReserveMemAddress(byref(vp()), SEG, 4096, None, 0)
 r["reserve_size0"] = aclrtReserveMemAddress(byref(vp()), 0, 0, None, 0)
@@ -86,8 +97,8 @@ r["free2"] = aclrtFreePhysical(h2)
 r["release"] = aclrtReleaseMemAddress(vp(va))
 r["release_again"] = aclrtReleaseMemAddress(vp(va))
 result = r
-"""
-    ).result
+""",
+    )
     assert o == {
         "malloc": 0,
         "reserve_bad_alignment": 100000,
@@ -117,14 +128,9 @@ def test_mapped_memory_is_the_handles_and_pinned(run_isolated):
     """Bytes written through one mapping are read through another mapping of the handle; a
     mapping is pinned host memory to async copies; physical bytes count until freed AND
     unmapped; a queued copy over a mapping unmapped before it runs is a violation, not run."""
-    o = run_isolated(
-        ACL
-        + VMM
-        + r"""
-r = {}
-base_host = simcann_host_bytes_live()
-va = reserve(4 * SEG)
-rc, h = physical(SEG)
+    o = run_vmm(
+        run_isolated,
+        r"""
 assert aclrtMapMem(vp(va), SEG, 0, h, 0) == 0
 put(va + 100, b"expandable")
 assert aclrtUnmapMem(vp(va)) == 0
@@ -148,8 +154,8 @@ r["violations"] = simcann_violation_count() - v0
 r["released"] = simcann_host_bytes_live() - base_host
 r["release"] = aclrtReleaseMemAddress(vp(va))
 result = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in r.items()}
-"""
-    ).result
+""",
+    )
     assert o == {
         "bytes_follow_handle": "expandable",
         "counted": 2 << 20,
@@ -199,13 +205,9 @@ def test_access_flags_and_map_no_access(run_isolated):
     """aclrtMemMapNoAccess leaves the range inaccessible (not memory copies may use) until
     aclrtMemSetAccess grants it; aclrtMemGetAccess reads the flag per location (aclrtMapMem:
     READWRITE for the handle's own location); the rules and codes of vmm.cpp's header."""
-    o = run_isolated(
-        ACL
-        + VMM
-        + r"""
-r = {}
-va = reserve(4 * SEG)
-rc, h = physical(SEG)
+    o = run_vmm(
+        run_isolated,
+        r"""
 rc2, h2 = physical(SEG)
 def get_access(p, where=HOST, dev=0):
     f = ctypes.c_uint64(99)
@@ -249,8 +251,8 @@ r["unmap"] = aclrtUnmapMem(vp(va))
 r["free"] = [aclrtFreePhysical(h), aclrtFreePhysical(h2)]
 r["release"] = aclrtReleaseMemAddress(vp(va))
 result = r
-"""
-    ).result
+""",
+    )
     assert o == {
         "map": 0,
         "get_own_host": [0, 3],
@@ -288,14 +290,9 @@ def test_retain_handle_and_address_range(run_isolated):
     aclrtFreePhysical (the bytes stay counted until every reference is freed and the range is
     unmapped); aclrtMemGetAddressRange answers for aclrtMalloc, aclrtMallocHost and mapped
     blocks (the mapping, not the reservation) and refuses other addresses."""
-    o = run_isolated(
-        ACL
-        + VMM
-        + r"""
-r = {}
-base_host = simcann_host_bytes_live()
-va = reserve(4 * SEG)
-rc, h = physical(SEG)
+    o = run_vmm(
+        run_isolated,
+        r"""
 assert aclrtMapMem(vp(va + SEG), SEG, 0, h, 0) == 0
 got = vp()
 r["retain_null"] = aclrtMemRetainAllocationHandle(vp(va + SEG), None)
@@ -330,8 +327,8 @@ r["released"] = simcann_host_bytes_live() - base_host
 r["free_3"] = aclrtFreePhysical(h)
 r["release"] = aclrtReleaseMemAddress(vp(va))
 result = r
-"""
-    ).result
+""",
+    )
     assert o["range_device"][2] >= 1000 and o["range_host"][2] >= 5000
     o["range_device"][2] = o["range_host"][2] = "size"
     assert o == {

@@ -20,20 +20,6 @@ namespace simcann {
 namespace ops {
 namespace {
 
-// The shape `a` and `b` broadcast to, or false (NumPy rules).
-bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                     std::vector<int64_t>* out) {
-  const size_t nd = a.size() > b.size() ? a.size() : b.size();
-  out->assign(nd, 1);
-  for (size_t k = 0; k < nd; ++k) {
-    const int64_t x = k < nd - a.size() ? 1 : a[k - (nd - a.size())];
-    const int64_t y = k < nd - b.size() ? 1 : b[k - (nd - b.size())];
-    if (x != y && x != 1 && y != 1) return false;
-    (*out)[k] = x == 1 ? y : x;
-  }
-  return true;
-}
-
 // self and other broadcast, and out has exactly the broadcast shape (aclnn_isclose.cpp
 // CheckShape, not_equal / equal aclnn CheckShape: OP_CHECK_BROADCAST_AND_INFER_SHAPE +
 // OP_CHECK_SHAPE_NOT_EQUAL_WITH_EXPECTED_SIZE).
@@ -44,11 +30,6 @@ aclnnStatus check_binary_shapes(const char* op, const TensorView& a, const Tenso
     return invalid(op, "self and other do not broadcast to one shape");
   }
   if (shape != out.sizes) return invalid(op, "out must have the broadcast shape of self and other");
-  return kOk;
-}
-
-aclnnStatus check_out_bool(const char* op, const TensorView& out) {
-  if (out.dtype != ACL_BOOL) return invalid(op, "out must be a bool tensor");
   return kOk;
 }
 
@@ -106,11 +87,7 @@ class CompareKernel : public Kernel {
   }
 
   std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, a_, false);
-    if (has_b_) add_view_range(&r, b_, false);
-    add_view_range(&r, out_, true);
-    return r;
+    return view_ranges({&a_, has_b_ ? &b_ : nullptr}, {&out_});
   }
 
  private:
@@ -152,7 +129,7 @@ aclnnStatus compare_scalar(const char* op, Cmp cmp, const aclTensor* self, const
   SIMCANN_CHECK(check_scalar(op, "other", other));
   SIMCANN_CHECK(check_tensor(op, "out", out));
   const TensorView &a = view_of(self), &o = view_of(out);
-  if (a.sizes != o.sizes) return invalid(op, "out must have self's shape");
+  SIMCANN_CHECK(check_same_shape(op, a, o));
   const ScalarValue& s = value_of(other);
   const aclDataType compute = scalar_compare_type(a.dtype, s);
   return finish_op(op, std::make_shared<CompareKernel>(cmp, o, a, nullptr, &s, compute), ws, ex);
@@ -187,13 +164,8 @@ class EqualKernel : public Kernel {
   }
 
   std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    if (a_.sizes == b_.sizes) {
-      add_view_range(&r, a_, false);
-      add_view_range(&r, b_, false);
-    }
-    add_view_range(&r, out_, true);
-    return r;
+    if (a_.sizes != b_.sizes) return view_ranges({}, {&out_});  // the inputs are never read
+    return view_ranges({&a_, &b_}, {&out_});
   }
 
  private:
@@ -243,13 +215,7 @@ class IsCloseKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, a_, false);
-    add_view_range(&r, b_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&a_, &b_}, {&out_}); }
 
  private:
   template <typename C>
@@ -334,12 +300,7 @@ class UnaryKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, self_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&self_}, {&out_}); }
 
  private:
   Unary kind_;
@@ -352,7 +313,7 @@ aclnnStatus unary(const char* op, Unary kind, const aclTensor* self, const aclTe
   SIMCANN_CHECK(check_tensor(op, "self", self));
   SIMCANN_CHECK(check_tensor(op, "out", out));
   const TensorView &s = view_of(self), &o = view_of(out);
-  if (s.sizes != o.sizes) return invalid(op, "out must have self's shape");
+  SIMCANN_CHECK(check_same_shape(op, s, o));
   // aclnn_is_finite.cpp CheckDtypeValid: OP_CHECK_DTYPE_NOT_MATCH(out, DT_BOOL).
   if (kind == Unary::kIsFinite) SIMCANN_CHECK(check_out_bool(op, o));
   // docs/aclnnAbs.md: out has self's dtype family; a bool input has no absolute value to
@@ -391,13 +352,7 @@ class BitwiseKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, a_, false);
-    add_view_range(&r, b_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&a_, &b_}, {&out_}); }
 
  private:
   Bitwise kind_;
@@ -457,11 +412,7 @@ class MaskedFillKernel : public Kernel {
   }
 
   std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, mask_, false);
-    if (has_value_) add_view_range(&r, value_, false);
-    add_view_range(&r, self_, true);
-    return r;
+    return view_ranges({&mask_, has_value_ ? &value_ : nullptr}, {&self_});
   }
 
  private:
@@ -520,13 +471,7 @@ class MaskedSelectKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, self_, false);
-    add_view_range(&r, mask_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&self_, &mask_}, {&out_}); }
 
  private:
   TensorView out_;
@@ -614,73 +559,50 @@ aclnnStatus aclnnIsCloseGetWorkspaceSize(const aclTensor* self, const aclTensor*
 }
 SIMCANN_ACLNN_LAUNCH(aclnnIsClose)
 
+// aclnnXxGetWorkspaceSize(self, out, ...) and aclnnInplaceXxGetWorkspaceSize(selfRef, ...) of the
+// unary op Unary::kXx (selfRef is both self and out).
+#define SIMCANN_UNARY(X)                                                                           \
+  aclnnStatus aclnn##X##GetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,      \
+                                         aclOpExecutor** ex) {                                     \
+    return so::unary("aclnn" #X, so::Unary::k##X, self, out, ws, ex);                              \
+  }                                                                                                \
+  SIMCANN_ACLNN_LAUNCH(aclnn##X)
+#define SIMCANN_INPLACE_UNARY(X)                                                                   \
+  aclnnStatus aclnnInplace##X##GetWorkspaceSize(aclTensor* selfRef, uint64_t* ws,                  \
+                                                aclOpExecutor** ex) {                              \
+    return so::unary("aclnnInplace" #X, so::Unary::k##X, selfRef, selfRef, ws, ex);                \
+  }                                                                                                \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplace##X)
+
 // docs/aclnnIsFinite.md: (self, out, ...).
-aclnnStatus aclnnIsFiniteGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
-                                          aclOpExecutor** ex) {
-  return so::unary("aclnnIsFinite", so::Unary::kIsFinite, self, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnIsFinite)
-
+SIMCANN_UNARY(IsFinite)
 // docs/aclnnCeil&aclnnInplaceCeil.md: (self, out, ...) / (selfRef, ...); integers unchanged.
-aclnnStatus aclnnCeilGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
-                                      aclOpExecutor** ex) {
-  return so::unary("aclnnCeil", so::Unary::kCeil, self, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnCeil)
-
-aclnnStatus aclnnInplaceCeilGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws, aclOpExecutor** ex) {
-  return so::unary("aclnnInplaceCeil", so::Unary::kCeil, selfRef, selfRef, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceCeil)
-
+SIMCANN_UNARY(Ceil)
+SIMCANN_INPLACE_UNARY(Ceil)
 // docs/aclnnSqrt&aclnnInplaceSqrt.md: aclnnSqrtGetWorkspaceSize(self, out, ...),
 // aclnnInplaceSqrtGetWorkspaceSize(selfRef, ...).
-aclnnStatus aclnnSqrtGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
-                                      aclOpExecutor** ex) {
-  return so::unary("aclnnSqrt", so::Unary::kSqrt, self, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnSqrt)
-
-aclnnStatus aclnnInplaceSqrtGetWorkspaceSize(aclTensor* selfRef, uint64_t* ws, aclOpExecutor** ex) {
-  return so::unary("aclnnInplaceSqrt", so::Unary::kSqrt, selfRef, selfRef, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceSqrt)
-
+SIMCANN_UNARY(Sqrt)
+SIMCANN_INPLACE_UNARY(Sqrt)
 // docs/aclnnAbs.md: (self, out, ...).
-aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor* self, aclTensor* out, uint64_t* ws,
-                                     aclOpExecutor** ex) {
-  return so::unary("aclnnAbs", so::Unary::kAbs, self, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnAbs)
+SIMCANN_UNARY(Abs)
 
 // docs/aclnnBitwiseAndTensor.md: (self, other, out, ...); aclnnInplaceBitwiseAndTensor(selfRef,
 // other, ...); aclnnBitwiseOrTensor&aclnnInplaceBitwiseOrTensor.md likewise.
-aclnnStatus aclnnBitwiseAndTensorGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                                  aclTensor* out, uint64_t* ws,
-                                                  aclOpExecutor** ex) {
-  return so::bitwise("aclnnBitwiseAndTensor", so::Bitwise::kAnd, self, other, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnBitwiseAndTensor)
+#define SIMCANN_BITWISE_FAMILY(X, kind)                                                            \
+  aclnnStatus aclnnBitwise##X##TensorGetWorkspaceSize(const aclTensor* self,                       \
+                                                      const aclTensor* other, aclTensor* out,      \
+                                                      uint64_t* ws, aclOpExecutor** ex) {          \
+    return so::bitwise("aclnnBitwise" #X "Tensor", kind, self, other, out, ws, ex);                \
+  }                                                                                                \
+  SIMCANN_ACLNN_LAUNCH(aclnnBitwise##X##Tensor)                                                    \
+  aclnnStatus aclnnInplaceBitwise##X##TensorGetWorkspaceSize(                                      \
+      aclTensor* selfRef, const aclTensor* other, uint64_t* ws, aclOpExecutor** ex) {              \
+    return so::bitwise("aclnnInplaceBitwise" #X "Tensor", kind, selfRef, other, selfRef, ws, ex);  \
+  }                                                                                                \
+  SIMCANN_ACLNN_LAUNCH(aclnnInplaceBitwise##X##Tensor)
 
-aclnnStatus aclnnInplaceBitwiseAndTensorGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                                         uint64_t* ws, aclOpExecutor** ex) {
-  return so::bitwise("aclnnInplaceBitwiseAndTensor", so::Bitwise::kAnd, selfRef, other, selfRef,
-                     ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceBitwiseAndTensor)
-
-aclnnStatus aclnnBitwiseOrTensorGetWorkspaceSize(const aclTensor* self, const aclTensor* other,
-                                                 aclTensor* out, uint64_t* ws, aclOpExecutor** ex) {
-  return so::bitwise("aclnnBitwiseOrTensor", so::Bitwise::kOr, self, other, out, ws, ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnBitwiseOrTensor)
-
-aclnnStatus aclnnInplaceBitwiseOrTensorGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other,
-                                                        uint64_t* ws, aclOpExecutor** ex) {
-  return so::bitwise("aclnnInplaceBitwiseOrTensor", so::Bitwise::kOr, selfRef, other, selfRef, ws,
-                     ex);
-}
-SIMCANN_ACLNN_LAUNCH(aclnnInplaceBitwiseOrTensor)
+SIMCANN_BITWISE_FAMILY(And, so::Bitwise::kAnd)
+SIMCANN_BITWISE_FAMILY(Or, so::Bitwise::kOr)
 
 // docs/aclnnInplaceMaskedFillScalar.md: (selfRef, mask, const aclScalar* value, ...);
 // aclnnInplaceMaskedFillTensor.md: (selfRef, mask, const aclTensor* value, ...).

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ops_internal.h"
+#include "kernel_util.h"
 
 namespace simcann {
 namespace ops {
@@ -307,22 +307,6 @@ void for_each_element(const std::vector<int64_t>& sizes, std::vector<Walker>& op
   }
 }
 
-// The bytes [lo, hi] a view touches, as a memory range for the runtime's checks.
-MemRange range_of(const TensorView& v, bool write) {
-  const int64_t item = static_cast<int64_t>(dtype_size(v.dtype));
-  if (v.numel() == 0) return MemRange{};
-  int64_t hi = v.offset;
-  for (size_t k = 0; k < v.sizes.size(); ++k) hi += (v.sizes[k] - 1) * v.strides[k];
-  const char* lo_ptr = static_cast<const char*>(v.data) + v.offset * item;
-  const size_t n = static_cast<size_t>((hi - v.offset + 1) * item);
-  return write ? MemRange::dev_write(lo_ptr, n) : MemRange::dev_read(lo_ptr, n);
-}
-
-void add_range(std::vector<MemRange>* out, const TensorView& v, bool write) {
-  MemRange r = range_of(v, write);
-  if (r.size != 0) out->push_back(r);
-}
-
 // A floating scalar rounded to the floating element type `dtype` (unchanged otherwise).
 ScalarValue rounded_to(aclDataType dtype, const ScalarValue& s) {
   if (!dtype_is_floating(dtype) || dtype == ACL_DOUBLE || s.dtype == ACL_DT_UNDEFINED) return s;
@@ -358,11 +342,7 @@ class FillKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({}, {&out_}); }
 
  private:
   TensorView out_;
@@ -384,12 +364,7 @@ class CopyKernel : public Kernel {
     return with_compute_type(copy_domain(), [this](auto c) { return convert<decltype(c)>(); });
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_range(&r, src_, false);
-    add_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&src_}, {&out_}); }
 
  private:
   // Widest exact path: double if either side is double, else by the output type.
@@ -441,11 +416,7 @@ class BinaryKernel : public Kernel {
   }
 
   std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    if (has_a_) add_range(&r, a_, false);
-    if (has_b_) add_range(&r, b_, false);
-    add_range(&r, out_, true);
-    return r;
+    return view_ranges({has_a_ ? &a_ : nullptr, has_b_ ? &b_ : nullptr}, {&out_});
   }
 
  private:
@@ -531,11 +502,7 @@ class ArangeKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({}, {&out_}); }
 
  private:
   TensorView out_;
@@ -561,12 +528,7 @@ class LogicalNotKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_range(&r, self_, false);
-    add_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&self_}, {&out_}); }
 
  private:
   TensorView out_;

@@ -1,9 +1,11 @@
-// Helpers shared by the kernels of compare.cpp, reduce.cpp and nn.cpp: where the elements of a
-// strided (possibly broadcast) view lie, the device range a view touches, dtype promotion, and a
-// kernel made of several kernels run as one task.
+// Helpers shared by the kernels of the ops files (compare.cpp, reduce.cpp, nn.cpp, softmax.cpp,
+// matmul_nd.cpp, elementwise.cpp): where the elements of a strided (possibly broadcast) view lie,
+// the device ranges a kernel's views touch, broadcasting, dtype promotion, a kernel made of
+// several kernels run as one task, and the argument checks several ops make alike.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -54,6 +56,34 @@ inline void add_view_range(std::vector<MemRange>* out, const TensorView& v, bool
   const char* lo = static_cast<const char*>(v.data) + v.offset * item;
   const size_t n = static_cast<size_t>((hi - v.offset + 1) * item);
   out->push_back(write ? MemRange::dev_write(lo, n) : MemRange::dev_read(lo, n));
+}
+
+// A kernel's ranges(): the views it reads, then the views it writes (a null entry, an operand the
+// kernel does not have, and an empty view touch nothing).
+inline std::vector<MemRange> view_ranges(std::initializer_list<const TensorView*> reads,
+                                         std::initializer_list<const TensorView*> writes) {
+  std::vector<MemRange> r;
+  for (const TensorView* v : reads) {
+    if (v != nullptr) add_view_range(&r, *v, false);
+  }
+  for (const TensorView* v : writes) {
+    if (v != nullptr) add_view_range(&r, *v, true);
+  }
+  return r;
+}
+
+// The shape `a` and `b` broadcast to, or false (NumPy rules).
+inline bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                            std::vector<int64_t>* out) {
+  const size_t nd = a.size() > b.size() ? a.size() : b.size();
+  out->assign(nd, 1);
+  for (size_t k = 0; k < nd; ++k) {
+    const int64_t x = k < nd - a.size() ? 1 : a[k - (nd - a.size())];
+    const int64_t y = k < nd - b.size() ? 1 : b[k - (nd - b.size())];
+    if (x != y && x != 1 && y != 1) return false;
+    (*out)[k] = x == 1 ? y : x;
+  }
+  return true;
 }
 
 // The type two operands are compared / concatenated in: PyTorch's promoteTypes, which CANN's
@@ -123,6 +153,31 @@ inline aclnnStatus finish_op(const char* op, std::shared_ptr<Kernel> kernel, uin
 inline aclnnStatus invalid(const char* op, const char* why) {
   set_error("simcann: %s: %s", op, why);
   return kErrInvalid;
+}
+
+// Argument checks several ops make alike (each op's comment cites its CANN source).
+
+// Every one of `views` of a dtype in `allowed` (the op's DTYPE_SUPPORT_LIST); `why` otherwise.
+inline aclnnStatus check_dtypes(const char* op, std::initializer_list<const TensorView*> views,
+                                std::initializer_list<aclDataType> allowed, const char* why) {
+  for (const TensorView* v : views) {
+    bool ok = false;
+    for (aclDataType t : allowed) ok = ok || v->dtype == t;
+    if (!ok) return invalid(op, why);
+  }
+  return kOk;
+}
+
+// out of self's shape (the unary ops, and the scalar forms of the binary ones).
+inline aclnnStatus check_same_shape(const char* op, const TensorView& self, const TensorView& out) {
+  if (self.sizes != out.sizes) return invalid(op, "out must have self's shape");
+  return kOk;
+}
+
+// out a BOOL tensor (each caller cites its op's rule).
+inline aclnnStatus check_out_bool(const char* op, const TensorView& out) {
+  if (out.dtype != ACL_BOOL) return invalid(op, "out must be a bool tensor");
+  return kOk;
 }
 
 }  // namespace ops

@@ -56,20 +56,12 @@ class MatmulNdKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, a_, false);
-    add_view_range(&r, b_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&a_, &b_}, {&out_}); }
 
  private:
   TensorView out_, a_, b_;
   int64_t batch_, m_, k_, n_;
 };
-
-bool matmul_dtype(aclDataType t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16; }
 
 // `v` as [batch..., r, c] expanded (zero strides) to the batch shape `batch`.
 TensorView expand_batch(const TensorView& v, const std::vector<int64_t>& batch) {
@@ -95,9 +87,8 @@ aclnnStatus matmul_nd(const char* op, const aclTensor* self, const aclTensor* ma
   SIMCANN_CHECK(check_tensor(op, "out", out));
   TensorView a = view_of(self), b = view_of(mat2);
   const TensorView& o = view_of(out);
-  if (!matmul_dtype(a.dtype) || !matmul_dtype(b.dtype) || !matmul_dtype(o.dtype)) {
-    return invalid(op, "self, mat2 and out must be float32, float16 or bfloat16");
-  }
+  SIMCANN_CHECK(check_dtypes(op, {&a, &b, &o}, {ACL_FLOAT, ACL_FLOAT16, ACL_BF16},
+                             "self, mat2 and out must be float32, float16 or bfloat16"));
   if (cube_math_type == 0 && a.dtype == ACL_FLOAT && o.dtype == ACL_FLOAT16) {
     return invalid(op, "KEEP_DTYPE: a float32 self needs a float32 out, not float16");
   }
@@ -119,14 +110,8 @@ aclnnStatus matmul_nd(const char* op, const aclTensor* self, const aclTensor* ma
   const int64_t k2 = b.sizes[b.sizes.size() - 2], n = b.sizes.back();
   if (k != k2) return invalid(op, "the k axes of self and mat2 differ");
   std::vector<int64_t> ba(a.sizes.begin(), a.sizes.end() - 2), bb(b.sizes.begin(), b.sizes.end() - 2);
-  const size_t nb = std::max(ba.size(), bb.size());
-  std::vector<int64_t> batch(nb, 1);
-  for (size_t i = 0; i < nb; ++i) {
-    const int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
-    const int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
-    if (x != y && x != 1 && y != 1) return invalid(op, "the batch dimensions do not broadcast");
-    batch[i] = x == 1 ? y : x;
-  }
+  std::vector<int64_t> batch;
+  if (!broadcast_shape(ba, bb, &batch)) return invalid(op, "the batch dimensions do not broadcast");
   want = batch;
   if (da > 1) want.push_back(m);
   if (db > 1) want.push_back(n);

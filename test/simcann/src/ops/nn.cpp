@@ -172,11 +172,7 @@ class NormalKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({}, {&out_}); }
 
  private:
   TensorView out_;

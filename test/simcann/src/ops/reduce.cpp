@@ -102,11 +102,7 @@ class ReduceKernel : public Kernel {
   }
 
   std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, self_, false);
-    add_view_range(&r, out_, true);
-    if (has_indices_) add_view_range(&r, indices_, true);
-    return r;
+    return view_ranges({&self_}, {&out_, has_indices_ ? &indices_ : nullptr});
   }
 
  private:

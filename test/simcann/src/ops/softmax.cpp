@@ -61,22 +61,13 @@ class SoftmaxKernel : public Kernel {
     return ACL_SUCCESS;
   }
 
-  std::vector<MemRange> ranges() const override {
-    std::vector<MemRange> r;
-    add_view_range(&r, self_, false);
-    add_view_range(&r, out_, true);
-    return r;
-  }
+  std::vector<MemRange> ranges() const override { return view_ranges({&self_}, {&out_}); }
 
  private:
   TensorView out_;
   TensorView self_;
   int64_t dim_;  // normalised, in [0, n) (0 for a 0-d self)
 };
-
-bool softmax_dtype(aclDataType t) {
-  return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_DOUBLE || t == ACL_BF16;
-}
 
 aclnnStatus softmax(const char* op, const aclTensor* self, int64_t dim, const aclTensor* out,
                     uint64_t* ws, aclOpExecutor** ex) {
@@ -85,13 +76,12 @@ aclnnStatus softmax(const char* op, const aclTensor* self, int64_t dim, const ac
   const TensorView &s = view_of(self), &o = view_of(out);
   if (s.numel() == 0) return finish_op(op, std::make_shared<KernelList>(
                                                std::vector<std::shared_ptr<Kernel>>{}), ws, ex);
-  if (!softmax_dtype(s.dtype) || !softmax_dtype(o.dtype)) {
-    return invalid(op, "self and out must be float32, float16, bfloat16 or float64");
-  }
+  SIMCANN_CHECK(check_dtypes(op, {&s, &o}, {ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE, ACL_BF16},
+                             "self and out must be float32, float16, bfloat16 or float64"));
   const int64_t n = s.sizes.empty() ? 1 : static_cast<int64_t>(s.sizes.size());
   if (dim < -n || dim >= n) return invalid(op, "dim out of the range of self's dimensions");
   if (s.sizes.size() > kAxisLimit) return invalid(op, "self has more than 8 dimensions");
-  if (s.sizes != o.sizes) return invalid(op, "out must have self's shape");
+  SIMCANN_CHECK(check_same_shape(op, s, o));
   const int64_t d = s.sizes.empty() ? 0 : (dim < 0 ? dim + n : dim);
   return finish_op(op, std::make_shared<SoftmaxKernel>(o, s, d), ws, ex);
 }

@@ -104,6 +104,11 @@ void def_audit(py::module_& m) {
     Audit::enable(std::move(library_dirs), std::move(cwd));
   });
   m.def("report_enabled", [] { return Audit::get() != nullptr; });
+  py::tuple kinds(kHazardKinds);  // the one list of kinds; _report.py's tables follow it
+  for (int k = 0; k < kHazardKinds; ++k) {
+    kinds[k] = hazard_name(static_cast<Hazard>(k));
+  }
+  m.attr("hazard_kinds") = kinds;
   m.def("install_copy_direction_scope", &install_copy_direction_scope);
   m.def("audit_replay", &audit_replay);
   m.def("audit_host_function", [] { audit().note_host_function(); });

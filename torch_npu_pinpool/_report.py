@@ -22,13 +22,6 @@ ENV = "TORCH_NPU_PINPOOL_REPORT"
 # Set by `python -m torch_npu_pinpool audit` for the processes it runs: where they note that
 # the plugin could not be activated (see _audit_site.py).
 AUDIT_DIR_ENV = "TORCH_NPU_PINPOOL_AUDIT_DIR"
-KINDS = (
-    "recycled_by_native",
-    "leaked_by_native",
-    "released_pool_recapture",
-    "pageable_copy_in_capture",
-    "written_while_queued",
-)
 # written_while_queued learns each copy's direction from the copy_ kernel wrapper: torch >= 2.10.
 COPY_DIRECTION_TORCH = (2, 10)
 EXIT_WAIT_S = 5.0  # at exit, how long queued checks may still complete
@@ -250,16 +243,6 @@ def _size(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-# What a kind's sites are, for the text report.
-_SITES = {
-    "recycled_by_native": "pinned at",
-    "leaked_by_native": "pinned at",
-    "released_pool_recapture": "captured at",
-    "pageable_copy_in_capture": "copied at",
-    "written_while_queued": "enqueued / allocated at",
-}
-
-
 @dataclass(frozen=True)
 class Kind:
     """How the text report explains one kind: what its count counts, what happened (and what
@@ -267,14 +250,17 @@ class Kind:
 
     unit: str  # singular; the count's label
     units: str  # plural
+    sites: str  # what its sites are
     happened: str
     change: str
 
 
+# Keyed by the extension's kinds, in its order (``_C.hazard_kinds``; checked by start()).
 KIND_TEXT: dict[str, Kind] = {
     "recycled_by_native": Kind(
         "pinned block",
         "pinned blocks",
+        "pinned at",
         "a pinned tensor that a captured copy uses was freed while its graph could still "
         "replay; the plugin kept the block for the graph",
         "keep a reference to every pinned tensor a captured copy uses for as long as the "
@@ -283,6 +269,7 @@ KIND_TEXT: dict[str, Kind] = {
     "leaked_by_native": Kind(
         "pinned block",
         "pinned blocks",
+        "pinned at",
         "a block pinned during a capture (used by a stream, or held by the pool of a capture "
         "whose capture_end failed) outlived its graphs; the plugin gave it back",
         "pin the buffers a capture needs before the capture and reuse them across captures, "
@@ -292,6 +279,7 @@ KIND_TEXT: dict[str, Kind] = {
     "released_pool_recapture": Kind(
         "capture",
         "captures",
+        "captured at",
         "a capture went into a pool id whose graphs were all released while the pool still "
         "held a capture-time block; the plugin let it capture",
         "capture into a fresh pool (torch.npu.graph_pool_handle()) once the old pool's graphs "
@@ -300,6 +288,7 @@ KIND_TEXT: dict[str, Kind] = {
     "pageable_copy_in_capture": Kind(
         "copy",
         "copies",
+        "copied at",
         "a captured copy used a pageable (not pinned) CPU tensor; the plugin refused it with "
         "an error naming the tensor's side and the fix",
         "pin the tensor before the capture (t = t.pin_memory()) or allocate it with "
@@ -308,6 +297,7 @@ KIND_TEXT: dict[str, Kind] = {
     "written_while_queued": Kind(
         "rewrite",
         "rewrites",
+        "enqueued / allocated at",
         "the host changed a pinned buffer while an H2D copy or a graph replay that reads it "
         "was still queued, so the device got the new bytes (a race in the program: no "
         "allocator prevents it)",
@@ -333,7 +323,7 @@ def _entry(h: dict[str, Any], checks: str) -> list[str]:
     k = KIND_TEXT[h["kind"]]
     lines = [f"  {h['kind']}: {_count(h['kind'], h['count'], h['bytes'])}"]
     if h["sites"]:
-        lines.append(f"    {_SITES[h['kind']]} {', '.join(h['sites'])}")
+        lines.append(f"    {k.sites} {', '.join(h['sites'])}")
     if h["kind"] == "written_while_queued":  # `affects` already says what to change
         lines += _WRAP.wrap(f"what happened: {h['affects'].split(' (compared at')[0]}")
         return lines + (_WRAP.wrap(f"checks: {checks}") if checks else [])
@@ -397,4 +387,7 @@ def at_exit(ext: Any, setting: str) -> None:
 
 def start(ext: Any, setting: str) -> None:
     """Called once at activation with the report on."""
+    kinds = tuple(ext.hazard_kinds)
+    if tuple(KIND_TEXT) != kinds or any(row.kind not in kinds for row in NATIVE):
+        raise RuntimeError(f"torch_npu_pinpool: _report.py's kinds are not the extension's {kinds}")
     atexit.register(at_exit, ext, setting)

@@ -337,7 +337,7 @@ def test_audit_command_runs_the_sitecustomize_it_shadows(tmp_path):
 
 _TEXT = """
 from torch_npu_pinpool import _report
-hazards = [dict(kind=k, count=0, bytes=0, affects="", sites=[]) for k in _report.KINDS]
+hazards = [dict(kind=k, count=0, bytes=0, affects="", sites=[]) for k in _report.KIND_TEXT]
 hazards[0].update(count=2, bytes=8192, affects="pinned inside the capture: ...", sites=["a.py:3"])
 hazards[2].update(count=1, affects="a released pool id: ...", sites=["a.py:9"])
 report = {"torch_npu": "2.9.1", "plugin": "0.1.0", "hazards": hazards}

@@ -1,5 +1,4 @@
-// Python bindings: torch_npu_pinpool._C. Private API; the package wraps it. The graph calls
-// are the ones of Note [Graph handles] (capture_registry.cpp), one each; _hooks.py calls them.
+// torch_npu_pinpool._C: private bindings; the graph calls are Note [Graph handles]'s.
 #include <torch/extension.h>
 
 #include "copy/pageable_copy_guard.h"
@@ -17,10 +16,6 @@
 namespace torch_npu_pinpool {
 namespace {
 
-using PoolId = std::tuple<uint64_t, uint64_t>;
-
-MempoolId to_id(const PoolId& id) { return {std::get<0>(id), std::get<1>(id)}; }
-
 PinPoolHostAllocatorImpl& impl() {
   auto* allocator = active_allocator();
   TORCH_CHECK(allocator != nullptr, "torch_npu_pinpool is not active; call activate() first.");
@@ -28,19 +23,14 @@ PinPoolHostAllocatorImpl& impl() {
 }
 
 py::list pool_stats() {
+  using namespace py::literals;
   py::list out;
-  for (const auto& info : impl().pool_info()) {
-    py::dict d;
-    d["id"] = py::make_tuple(info.id.first, info.id.second);
-    d["device"] = static_cast<int>(info.device);
-    d["graphs"] = info.graphs;
-    d["capturing"] = info.capturing;
-    d["released"] = info.released;
-    d["blocks"] = info.blocks;
-    d["bytes_held"] = info.bytes_held;
-    d["bytes_in_use"] = info.bytes_in_use;
-    d["adopted_blocks"] = info.adopted_blocks;
-    out.append(d);
+  for (const auto& p : impl().pool_info()) {
+    out.append(py::dict("id"_a = py::make_tuple(p.id.first, p.id.second),
+                        "device"_a = static_cast<int>(p.device), "graphs"_a = p.graphs,
+                        "capturing"_a = p.capturing, "released"_a = p.released,
+                        "blocks"_a = p.blocks, "bytes_held"_a = p.bytes_held,
+                        "bytes_in_use"_a = p.bytes_in_use, "adopted_blocks"_a = p.adopted_blocks));
   }
   return out;
 }
@@ -54,42 +44,34 @@ Audit& audit() {
   return *audit;
 }
 
-// The report's raw data (torch_npu_pinpool/_report.py adds `affects` and formats it).
+// The report's raw data (_report.py formats it).
 py::list report_data(double wait_s) {
+  using namespace py::literals;
   py::list out;
   std::vector<HazardTally> tallies;
   {
-    py::gil_scoped_release no_gil;  // waiting for checks: their probes never take the GIL
+    py::gil_scoped_release no_gil;  // their probes never take the GIL
     tallies = audit().tallies(wait_s);
   }
   for (const auto& tally : tallies) {
-    py::dict d;
-    d["kind"] = hazard_name(tally.kind);
-    d["count"] = tally.count;
-    d["bytes"] = tally.bytes;
-    d["sites"] = tally.sites;
     py::dict shapes;
     for (const auto& [shape, count] : tally.shapes) {
       shapes[py::str(shape)] = count;
     }
-    d["shapes"] = shapes;
-    out.append(d);
+    out.append(py::dict("kind"_a = hazard_name(tally.kind), "count"_a = tally.count,
+                        "bytes"_a = tally.bytes, "sites"_a = tally.sites, "shapes"_a = shapes));
   }
   return out;
 }
 
 py::dict report_checks() {
-  const CheckCounts counts = audit().check_counts();
-  py::dict d;
-  d["copies"] = counts.copies;
-  d["replays"] = counts.replays;
-  d["unchecked"] = counts.unchecked;
-  d["pending"] = counts.pending;
-  return d;
+  using namespace py::literals;
+  const CheckCounts c = audit().check_counts();
+  return py::dict("copies"_a = c.copies, "replays"_a = c.replays, "unchecked"_a = c.unchecked,
+                  "pending"_a = c.pending);
 }
 
-// NPUGraph.replay with the report on: Note [Graph handles]'s graph_replay, then the replay
-// checked for written_while_queued (Note [What written_while_queued sees]).
+// graph_replay, then the replay checked (Note [What written_while_queued sees]).
 void audit_replay(uint64_t handle, const py::function& replay) {
   impl().graph_replay(handle);
   Audit& a = audit();
@@ -145,23 +127,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     auto* ours = pp::active_allocator();
     return ours != nullptr && at::getHostAllocator(at::kPrivateUse1) == ours;
   });
-  // Note [Graph handles]. Calls that may record or wait for events release the GIL (event
-  // records go through torch_npu's task queue); graph_replay is on every replay and keeps it
-  // (mutex_ holders never take the GIL).
-  m.def("graph_begin", [](const pp::PoolId& pool) { return pp::impl().graph_begin(pp::to_id(pool)); },
-        release_gil());
+  // Calls that may record or wait for events release the GIL (torch_npu's task queue may take
+  // it); mutex_ holders never take it.
+  m.def(
+      "graph_begin", [](pp::MempoolId pool) { return pp::impl().graph_begin(pool); },
+      release_gil());
   m.def("graph_capturing", [](uint64_t h) { pp::impl().graph_capturing(h); });
-  m.def("graph_begin_failed", [](uint64_t h) { return pp::impl().graph_begin_failed(h); },
-        release_gil());
-  m.def("graph_end", [](uint64_t h, const pp::PoolId& pool) {
-    pp::impl().graph_end(h, pp::to_id(pool));
-  });
-  m.def("graph_end_failed", [](uint64_t h) { return pp::impl().graph_end_failed(h); },
-        release_gil());
+  m.def(
+      "graph_begin_failed", [](uint64_t h) { return pp::impl().capture_failed(h, false); },
+      release_gil());
+  m.def("graph_end", [](uint64_t h, pp::MempoolId pool) { pp::impl().graph_end(h, pool); });
+  m.def(
+      "graph_end_failed", [](uint64_t h) { return pp::impl().capture_failed(h, true); },
+      release_gil());
   m.def("graph_replay", [](uint64_t h) { pp::impl().graph_replay(h); });
-  // graph_died, on every reset, keeps the GIL: it takes mutex_ and may free a released pool's
-  // blocks to native, and neither path ever takes the GIL. The pass it may ask for records
-  // events through torch_npu's task queue, so that runs without the GIL.
+  // graph_died keeps the GIL; the pass it may ask for records events, without it.
   m.def("graph_died", [](uint64_t h) {
     if (pp::impl().graph_died(h)) {
       py::gil_scoped_release no_gil;
@@ -170,12 +150,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("process_pending", [] { pp::impl().process_pending(); }, release_gil());
   m.def("pool_stats", &pp::pool_stats);
-  // Note [Block states]: the state of the block of ours at an address, or None.
+  // Note [Block states]
   m.def("block_state", [](uintptr_t ptr) -> py::object {
     const char* state = pp::impl().block_state(reinterpret_cast<const void*>(ptr));
     return state == nullptr ? py::object(py::none()) : py::object(py::str(state));
   });
-  // The audit report (audit.h); enable_report must come before activate(). A build without the
-  // audit (TORCH_NPU_PINPOOL_AUDIT=0) has report_enabled only.
+  // enable_report comes before activate(); an audit-off build has report_enabled only.
   pp::def_audit(m);
 }

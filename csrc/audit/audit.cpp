@@ -264,9 +264,6 @@ void Audit::allocated(void* block) {
 }
 
 void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
-  if (in_capture(stream)) {
-    return;  // a captured copy: its graph's replays are checked
-  }
   const CopyScope::HostSide side = copy_in(block, block_size);
   const bool reads_only = side.ptr != nullptr && side.to_device;
   auto check = std::make_unique<Check>();

@@ -1,50 +1,18 @@
-// Captured copies between the NPU and a non-contiguous pinned view (pinned[:, ::2], a
-// transpose, a broadcast source): the pageable copy guard routes them here while a capture runs
-// on the copy's stream.
-//
 // Note [Strided pinned copies in capture]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// torch_npu copies only contiguous host memory to or from the NPU. For any other host side it
-// makes a contiguous temporary (Tensor::contiguous() of the view, or empty_like of it) - plain
-// pageable memory - and copies that (copy_h2d_baseformat / copy_d2h_baseformat in
-// CopyKernelOpApi.cpp). Eager, the copy then runs synchronously; in a
-// capture the runtime refuses the async copy of pageable memory (107000) and torch_npu reports
-// "The Inner error is reported as above ... kind=1". Had it been taken, the replay would read
-// the temporary: the view's bytes at capture time, not at replay time.
-//
-// So for a non_blocking copy on a stream that a capture the registry knows runs on, the guard
-// stages the host side itself, through S, a contiguous pinned block of the graph's pool
-// (allocated on the capturing stream):
-//   host -> NPU:  [host function: gather the view into S]  [torch_npu's copy S -> NPU]
-//   NPU -> host:  [torch_npu's copy NPU -> S]  [host function: scatter S into the view]
-// A host function (aclrtLaunchHostFunc) is a stream task: it runs once the stream's earlier
-// tasks completed and later tasks wait until it returns (CANN api_ref 12_execution_control.md,
-// "aclrtLaunchHostFunc"; dev_guide 03-02_stream_management.md), and a capturing stream captures
-// it like any task (hicann/runtime ApiImpl::CallbackLaunchWithEvent takes its capture branch
-// when the stream IsCapturing; torch_npu's own NPUGraph tensor printing relies on it). Every
-// replay therefore gathers / scatters in stream order, moving the view's bytes as they are at
-// replay time - what the captured copy of a contiguous pinned tensor does. The graph owns the
-// view's block and S (Note [Graph ownership of blocks]) and the host function's argument
-// (CapturedGraph::replay_state) until its replays are over. The price: one host function per
-// staged copy on every replay (a strided memcpy on the runtime's callback thread).
-//
-// Refused, before anything is enqueued, with an error naming the fix (a contiguous pinned
-// staging buffer filled before each replay): a capture the registry does not know (begun
-// before activation or by raw ACL: no graph to own the argument), and a view with the
-// conjugate or negative bit (torch_npu applies those on the side it copies into; resolve them
-// first). A destination whose elements overlap is refused as ATen refuses it everywhere.
-// Blocking copies are left to torch_npu: a blocking copy cannot be captured, contiguous or not.
+// torch_npu copies a non-contiguous host side through a pageable temporary, which a capture
+// rejects. So a non_blocking one is staged through S, a pinned block of the graph's pool, by a
+// captured host function that gathers the view into S (or scatters S into it) on every replay.
+// The graph keeps the view's block, S and the function's argument (replay_state). Refused:
+// a capture the registry does not know, and a neg / conj view.
 #include "copy/strided_pinned_copy.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <c10/util/Exception.h>
 #include <torch_npu/csrc/core/npu/NPUGuard.h>
 
 #include <cstring>
-#include <memory>
-#include <vector>
 
 #include "core/pin_pool_allocator.h"
 
@@ -57,9 +25,8 @@ constexpr const char* kStagingFix =
     "replay (`buf.copy_(view)`) and copy from inside the capture (or, for a copy to the host, "
     "copy into inside the capture and read after the replay).";
 
-// A copy between two host tensors of one shape, by raw addresses: the gather or scatter of a
-// staged copy. Dimensions of size 1 are dropped and dimensions that are contiguous in both are
-// merged, so a row-strided view copies whole rows.
+// The gather or scatter between two host tensors of one shape; dimensions of size 1 dropped,
+// dimensions contiguous in both merged.
 class StridedHostCopy {
  public:
   StridedHostCopy(const at::Tensor& dst, const at::Tensor& src)
@@ -78,7 +45,6 @@ class StridedHostCopy {
         dims_.push_back(dim);
       }
     }
-    // The innermost dimension, if contiguous on both sides, is one memcpy.
     if (!dims_.empty() && dims_.back().dst_stride == item_ && dims_.back().src_stride == item_) {
       run_ = dims_.back().size * item_;
       dims_.pop_back();
@@ -87,7 +53,6 @@ class StridedHostCopy {
     }
   }
 
-  // On the runtime's host-function thread, at every replay.
   static void run(void* self) { static_cast<const StridedHostCopy*>(self)->copy(); }
 
  private:
@@ -104,7 +69,7 @@ class StridedHostCopy {
     for (;;) {
       std::memcpy(dst, src, run_);
       size_t d = dims_.size();
-      for (; d > 0; --d) {  // advance the odometer from the innermost dimension
+      for (; d > 0; --d) {  // the odometer, innermost first
         const Dim& dim = dims_[d - 1];
         if (++index[d - 1] < dim.size) {
           dst += dim.dst_stride;
@@ -137,22 +102,22 @@ std::pair<void*, void*> block_of(const at::Tensor& t) {
 
 bool host_side_needs_staging(const at::Tensor& self, const at::Tensor& src) {
   if (self.is_cpu()) {
-    return !self.is_contiguous();  // NPU -> host: the destination
+    return !self.is_contiguous();
   }
   if (!at::is_expandable_to(src.sizes(), self.sizes())) {
-    return false;  // torch_npu raises its own error for that
+    return false;  // torch_npu raises its own error
   }
   return !src.expand(self.sizes()).is_contiguous();
 }
 
-void staged_copy_in_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self,
-                            const at::Tensor& src, const Stream& stream) {
+void staged_copy_in_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, const at::Tensor& src,
+                            const Stream& stream) {
   const bool to_device = src.is_cpu();
   const at::Tensor& host = to_device ? src : self;
-  TORCH_CHECK(!host.is_conj() && !host.is_neg(),
-              "torch_npu_pinpool: cannot capture a copy ", to_device ? "from" : "into",
-              " a non-contiguous pinned view with the ", host.is_conj() ? "conjugate" : "negative",
-              " bit set (stream ", stream.id(), " is capturing an ACLGraph). ", kStagingFix,
+  TORCH_CHECK(!host.is_conj() && !host.is_neg(), "torch_npu_pinpool: cannot capture a copy ",
+              to_device ? "from" : "into", " a non-contiguous pinned view with the ",
+              host.is_conj() ? "conjugate" : "negative", " bit set (stream ", stream.id(),
+              " is capturing an ACLGraph). ", kStagingFix,
               " Nothing was enqueued: the capture is still underway.");
   if (!to_device) {
     at::assert_no_internal_overlap(self);

@@ -1,11 +1,9 @@
-// LargeBlocks: exact-size (page-rounded) eager pinned blocks. See Note [Large blocks].
+// Note [Large blocks].
 #include "core/large_blocks.h"
 
-#include <c10/util/Exception.h>
 #include <c10/util/llvmMathExtras.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -20,27 +18,20 @@
 namespace torch_npu_pinpool {
 namespace {
 
-// Default threshold (MiB). Below it the power-of-two waste is small in absolute terms and the
-// lock-free bucket path of ATen's allocator is what eager code wants (P7 sizes stay there);
-// above it one request can waste tens of MiB (P6: a 24 MiB request pins 32 MiB natively).
 constexpr size_t kDefaultLargeBlockMB = 32;
-// Idle large blocks kept for reuse, at most (TORCH_NPU_PINPOOL_LARGE_CACHE_MB).
 constexpr size_t kDefaultLargeCacheMB = 4096;
 
-// Whether c10's allocator config has the pinned rounding / caching limits (PyTorch PR 171662:
-// torch 2.13 has them, 2.10 does not). Detected, not assumed from the version number.
+// c10's pinned rounding / caching limits, detected (torch 2.13 has them, 2.10 does not).
 template <typename C, typename = void>
 struct HasPinnedLimits : std::false_type {};
 template <typename C>
 struct HasPinnedLimits<C, std::void_t<decltype(C::pinned_max_round_threshold()),
-                                      decltype(C::pinned_max_cached_size())>>
-    : std::true_type {};
+                                      decltype(C::pinned_max_cached_size())>> : std::true_type {};
 
 template <typename Config>
 void configure_pinned_limits(size_t threshold) {
   if constexpr (HasPinnedLimits<Config>::value) {
-    // Both limits at the threshold, a power of two: Note [Large blocks]. In MiB, as the
-    // settings are spelled; a limit the user set lower stays theirs.
+    // Both at the threshold; a limit the user set lower stays theirs.
     const size_t mb = threshold >> 20;
     std::string settings;
     if (Config::pinned_max_round_threshold() > threshold) {
@@ -51,8 +42,7 @@ void configure_pinned_limits(size_t threshold) {
                   "pinned_max_cached_size_mb:" + std::to_string(mb);
     }
     if (!settings.empty()) {
-      // Only the host keys, and not through setAllocatorSettings: that also hands the string
-      // to the device allocator's config parser.
+      // Not setAllocatorSettings: that also hands the string to the device allocator.
       Config::instance().parseArgs(settings);
     }
   }
@@ -66,9 +56,9 @@ size_t env_mb(const char* name, size_t fallback, const char* zero_means) {
   }
   char* end = nullptr;
   const long long mb = std::strtoll(env, &end, 10);
-  TORCH_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb < (1LL << 40), "torch_npu_pinpool: ",
-              name, "=", env, " is not a whole number of MiB >= 0 (0 ", zero_means,
-              "). Fix or unset it.");
+  TORCH_CHECK(end != nullptr && *end == '\0' && mb >= 0 && mb < (1LL << 40),
+              "torch_npu_pinpool: ", name, "=", env, " is not a whole number of MiB >= 0 (0 ",
+              zero_means, "). Fix or unset it.");
   return static_cast<size_t>(mb) << 20;
 }
 
@@ -111,16 +101,14 @@ bool native_rounds_large() {
 #endif
 }
 
-// The bytes a block of `size` really pins: torch_npu's backing store still rounds to a power of
-// two where it cannot be told not to, and host_memory_stats() says what is pinned.
+// What a block of `size` really pins, for host_memory_stats().
 static size_t pinned_bytes(size_t size) {
   static const bool pow2 = native_rounds_large();
   return pow2 ? c10::llvm::PowerOf2Ceil(size) : size;
 }
 
 PinBlock* LargeBlocks::take(size_t rounded) {
-  // A block that holds the request (PyTorch PR 192722) and wastes no more of it than native's
-  // power-of-two rounding would; the smallest such, once its eager uses completed.
+  // The smallest that holds the request and wastes no more than native's rounding would.
   const size_t most = c10::llvm::PowerOf2Ceil(rounded);
   std::lock_guard<std::mutex> lock(mutex_);
   auto best = cached_.end();
@@ -129,7 +117,7 @@ PinBlock* LargeBlocks::take(size_t rounded) {
     if (size < rounded || size > most || (best != cached_.end() && best->block->size_ <= size)) {
       continue;
     }
-    if (it->fence.done()) {  // else a non_blocking copy from it may still be queued
+    if (it->fence.done()) {
       best = it;
     }
   }
@@ -144,16 +132,14 @@ PinBlock* LargeBlocks::take(size_t rounded) {
   return block;
 }
 
-void LargeBlocks::add(PinBlock* block) {
-  stats_->pinned(pinned_bytes(block->size_));
-}
+void LargeBlocks::add(PinBlock* block) { stats_->pinned(pinned_bytes(block->size_)); }
 
 void LargeBlocks::put(PinBlock* block) {
-  Cached item{block, take_use_fence(block)};
+  Cached item{block, UseFence(block)};
   std::lock_guard<std::mutex> lock(mutex_);
   stats_->freed(pinned_bytes(block->size_));
   idle_bytes_ += block->size_;
-  cached_.push_back(std::move(item));  // newest last: eviction takes from the front
+  cached_.push_back(std::move(item));
 }
 
 std::vector<PinBlock*> LargeBlocks::take_idle(size_t keep_bytes) {
@@ -161,7 +147,7 @@ std::vector<PinBlock*> LargeBlocks::take_idle(size_t keep_bytes) {
   std::vector<PinBlock*> idle;
   for (auto it = cached_.begin(); it != cached_.end() && idle_bytes_ > keep_bytes;) {
     if (!it->fence.done()) {
-      ++it;  // still read by a queued copy: it stays until that copy ran
+      ++it;
       continue;
     }
     PinBlock* block = it->block;

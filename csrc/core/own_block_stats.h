@@ -1,23 +1,13 @@
-// The host_memory_stats() figures of the blocks ATen's Base never sees: graph-pool blocks and
-// large blocks, which this allocator pins and gives back itself.
-//
 // Note [Stats of our own blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Every key of host_memory_stats() means what it means natively, for every block the plugin
-// holds (docs/usage.md): a block pinned here counts as ATen's add_allocated_block counts one
-// (held and in use, num_host_alloc, one host_alloc_time sample), one handed out again or freed
-// as ATen's free lists count it (in use), one given back as ATen's destroy path (held,
-// num_host_free, one host_free_time sample). So the running totals (`.allocated`, `.freed`)
-// and the current figures are exact; the peaks are added to Base's, as ATen adds its per-bucket
-// peaks ("the best approximation we can get after the fact").
+// Graph-pool and large blocks, which ATen's Base never sees, count in host_memory_stats() as
+// ATen counts its own: pinned (held, in use, num_host_alloc, host_alloc_time), handed out or
+// freed (in use), given back (held, num_host_free, host_free_time). Peaks add to Base's.
 #pragma once
-
-#include "runtime/version_shim.h"
 
 #include <ATen/core/CachingHostAllocator.h>
 
-#include <cstdint>
-#include <mutex>
+#include "runtime/version_shim.h"
 
 namespace torch_npu_pinpool {
 
@@ -28,7 +18,6 @@ class OwnBlockStats {
   void freed(size_t bytes) { step(used_blocks_, used_bytes_, -1, bytes); }
   void given_back(size_t bytes) { step(held_blocks_, held_bytes_, -1, bytes); }
 
-  // Adds these figures to Base's (the field names differ before torch 2.10: version_shim.h).
   void add_to(at::HostStats& stats) const {
     std::lock_guard<std::mutex> lock(mutex_);
 #if PINPOOL_HOST_STATS_2_10
@@ -47,20 +36,22 @@ class OwnBlockStats {
   }
 
   void reset_accumulated() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* stat : {&held_blocks_, &held_bytes_, &used_blocks_, &used_bytes_}) {
-      stat->reset_accumulated();
-    }
+    each([](Stat& stat) { stat.reset_accumulated(); });
   }
   void reset_peak() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto* stat : {&held_blocks_, &held_bytes_, &used_blocks_, &used_bytes_}) {
-      stat->reset_peak();
-    }
+    each([](Stat& stat) { stat.reset_peak(); });
   }
 
  private:
   using Stat = c10::CachingAllocator::Stat;
+
+  template <typename Fn>
+  void each(Fn fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Stat* stat : {&held_blocks_, &held_bytes_, &used_blocks_, &used_bytes_}) {
+      fn(*stat);
+    }
+  }
 
   void step(Stat& blocks, Stat& bytes, int sign, size_t size) {
     const auto amount = static_cast<int64_t>(size);

@@ -1,8 +1,6 @@
-// The runtime calls of the allocator: capture status, and fence events (see npu_runtime.h).
 #include "runtime/npu_runtime.h"
 
 #include <c10/util/Exception.h>
-#include <c10/util/Logging.h>
 #include <dlfcn.h>
 #include <torch_npu/csrc/core/npu/NPUFunctions.h>
 #include <torch_npu/csrc/core/npu/NPUGuard.h>
@@ -10,17 +8,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <thread>
 
 namespace torch_npu_pinpool {
 namespace {
 
-// wait_events() gives up after this long: a wedged runtime must not hang host_empty_cache().
 constexpr auto kFenceWaitLimit = std::chrono::seconds(5);
 
-// Per-device free lists of NPUEvents; leaked (events may be dropped during exit).
+// Leaked: events may be dropped during exit.
 struct EventFreeList {
   std::mutex mutex;
   std::vector<std::vector<c10_npu::NPUEvent*>> per_device;
@@ -75,13 +71,10 @@ CaptureInfo capture_info(const Stream& stream) {
   }
   using GetInfoFn = int (*)(void*, int*, void**);
   static const auto get_info = acl_function<GetInfoFn>("aclmdlRICaptureGetInfo");
-  if (get_info == nullptr) {
-    return {};
-  }
   int status = 0;
   void* model = nullptr;
-  // stream(false): the raw aclrtStream without draining torch_npu's task queue.
-  if (get_info(stream.stream(false), &status, &model) != 0) {
+  // stream(false): the raw stream, without draining torch_npu's task queue.
+  if (get_info == nullptr || get_info(stream.stream(false), &status, &model) != 0) {
     return {};
   }
   return {static_cast<CaptureStatus>(status), model};
@@ -90,17 +83,7 @@ CaptureInfo capture_info(const Stream& stream) {
 int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg) {
   using LaunchFn = int (*)(void*, void (*)(void*), void*);
   static const auto launch = acl_function<LaunchFn>("aclrtLaunchHostFunc");
-  if (launch == nullptr) {
-    return -1;
-  }
-  // stream(): the raw aclrtStream once torch_npu's task queue has issued what it holds, so the
-  // host function lands behind the work already enqueued and before whatever comes next.
-  return launch(stream.stream(), fn, arg);
-}
-
-bool in_capture(const Stream& stream) {
-  const CaptureStatus status = capture_info(stream).status;
-  return status == CaptureStatus::kActive || status == CaptureStatus::kInvalidated;
+  return launch == nullptr ? -1 : launch(stream.stream(), fn, arg);  // behind the queued work
 }
 
 bool captures_into(const Stream& stream, void* model) {
@@ -131,7 +114,7 @@ Event try_record_on(const Stream& stream) {
 
 bool event_done(Event& event) {
   if (g_forked_child.load(std::memory_order_relaxed)) {
-    return true;  // the parent's work does not run here: Note [Forked children]
+    return true;  // Note [Forked children]
   }
   try {
     const c10::DeviceIndex device = event->device_index();
@@ -148,28 +131,21 @@ bool event_done(Event& event) {
 }
 
 bool events_done(std::vector<Event>& events) {
-  while (!events.empty()) {
-    if (!event_done(events.back())) {
-      return false;
-    }
+  while (!events.empty() && event_done(events.back())) {
     events.pop_back();
   }
-  return true;
+  return events.empty();
 }
 
 Deadline fence_wait_deadline() { return std::chrono::steady_clock::now() + kFenceWaitLimit; }
 
-// Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue,
-// and query() is the answer that accounts for that.
+// Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue.
 bool wait_event(Event& event, Deadline deadline) {
-  if (event_done(event)) {
-    return true;  // the usual case, without reading the clock (one fence serves many graphs)
-  }
-  if (deadline == no_wait()) {
-    return false;
-  }
   auto pause = std::chrono::microseconds(20);
   while (!event_done(event)) {
+    if (deadline == no_wait()) {
+      return false;  // without reading the clock
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       TORCH_WARN_ONCE("torch_npu_pinpool: a graph's replay fence did not complete within ",
                       kFenceWaitLimit.count(),
@@ -180,28 +156,6 @@ bool wait_event(Event& event, Deadline deadline) {
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
   return true;
-}
-
-bool UseFence::record() {
-  if (unfenced_.empty()) {
-    return true;
-  }
-  if (!runtime_up()) {
-    unfenced_.clear();  // exiting: the runtime is gone, nothing is in flight any more
-    return true;
-  }
-  std::vector<Stream> still;
-  for (const Stream& stream : unfenced_) {
-    // Never on a capturing stream: Note [Is this stream capturing].
-    Event event = in_capture(stream) ? nullptr : try_record_on(stream);
-    if (event == nullptr) {
-      still.push_back(stream);
-    } else {
-      events_.push_back(std::move(event));
-    }
-  }
-  unfenced_.swap(still);
-  return unfenced_.empty();
 }
 
 }  // namespace torch_npu_pinpool

@@ -1,6 +1,4 @@
-// What the allocator asks of the NPU runtime, in one place: whether a stream is capturing (and
-// into which model), and the events that fence host memory (recycled per device, recorded and
-// queried with their own device current).
+// What the allocator asks of the NPU runtime: capture status, and fence events.
 #pragma once
 
 #include <torch_npu/csrc/core/npu/NPUEvent.h>
@@ -14,115 +12,60 @@ namespace torch_npu_pinpool {
 
 using Stream = c10_npu::NPUStream;
 
-// aclmdlRICaptureStatus (acl_mdl.h). Spelled out: 2.9's header is C++ only, and the allocator
-// must not depend on which header revision the wheel ships.
+// aclmdlRICaptureStatus, spelled out: 2.9's acl header is C++ only.
 enum class CaptureStatus : int { kNone = 0, kActive = 1, kInvalidated = 2 };
 
 struct CaptureInfo {
   CaptureStatus status{CaptureStatus::kNone};
-  void* model{nullptr};  // the aclmdlRI the stream captures into; null when kNone
+  void* model{nullptr};  // the aclmdlRI the stream captures into
 };
 
-// A function of the runtime library torch_npu loaded (libascendcl, with local scope: looked up
-// by its handle), or null when this runtime lacks it.
+// A libascendcl function, or null when this runtime lacks it.
 void* acl_symbol(const char* name);
 template <typename Fn>
 Fn acl_function(const char* name) {
   return reinterpret_cast<Fn>(acl_symbol(name));
 }
 
-// The capture status of a stream, read without draining torch_npu's task queue. kNone when the
-// runtime lacks aclmdlRICaptureGetInfo.
+// Read without draining torch_npu's task queue; kNone without aclmdlRICaptureGetInfo.
 CaptureInfo capture_info(const Stream& stream);
-
-// Note [Is this stream capturing]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Two questions, each answered here only:
-//   * in_capture(s): s is in a capture sequence, ACTIVE or INVALIDATED. Work enqueued on it is
-//     recorded into a model (or dropped), never run, so the allocator never records a fence or
-//     eager-use event there: it would "complete" without waiting for anything.
-//   * captures_into(s, model): s is ACTIVE and its model is `model`. This is the filter that
-//     routes a pinned allocation or a captured copy to one graph (torch_npu >= 2.11 builds the
-//     same filter for begin_allocate_to_pool).
-bool in_capture(const Stream& stream);
+// The filter routing an allocation or captured copy to the graph of `model`: ACTIVE into it.
 bool captures_into(const Stream& stream, void* model);
 
-// An NPUEvent that goes back to a per-device free list when dropped. NPUEvent records go
-// through torch_npu's task queue, and NPUEvent::query() says "not ready" while the record
-// still sits in that queue: exactly the conservative answer a host allocator needs.
+// NPUEvents recycled per device. query() says "not ready" while the record sits in torch_npu's
+// task queue: the conservative answer a host allocator needs.
 struct EventRecycler {
   void operator()(c10_npu::NPUEvent* event) const;
 };
 using Event = std::unique_ptr<c10_npu::NPUEvent, EventRecycler>;
 
-// Enqueues fn(arg) on `stream` (aclrtLaunchHostFunc) behind the work torch_npu has queued for
-// it (NPUStream::stream() drains torch_npu's task queue first). The host function runs once
-// the stream's earlier tasks completed, and later tasks wait for it to return; on a capturing
-// stream it is captured, and every replay runs it then. Returns the runtime's error code
-// (0: success; -1: the runtime has no aclrtLaunchHostFunc).
+// fn(arg) as a task of `stream` behind torch_npu's queued work (captured on a capturing
+// stream). The runtime's error code; -1 without aclrtLaunchHostFunc.
 int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg);
 
 // Note [Forked children]
 // ~~~~~~~~~~~~~~~~~~~~~~
-// A process forked from one that runs the NPU runtime cannot use it (torch_npu refuses to
-// initialize NPU state in such a child), and inherits the parent's allocator as it was at the
-// fork: lists of blocks, graphs, fences, possibly "a capture is underway". No device work of
-// the parent runs in the child, and its pinned bytes there are a private copy. So the child
-// makes no runtime call: the runtime counts as down (runtime_up() is false, every stream
-// "not capturing", every event complete), nothing waits, nothing is fenced, and the
-// allocator's graph state is left as it was (leaked with the child), like torch_npu's own
-// bad-fork handling. Set by a pthread_atfork child handler (note_forked_child).
+// A forked child cannot use the runtime and runs none of the parent's device work. After
+// note_forked_child (a pthread_atfork handler) the runtime counts as down: no stream captures,
+// every event is complete, and the inherited graph state is left (leaked) as it was.
 void note_forked_child();
 
-// Whether the runtime is still up: false while the process exits (nothing is in flight any
-// more) and in a forked child (Note [Forked children]).
+// False while the process exits and in a forked child.
 bool runtime_up();
 
-// An event recorded on `stream` (NPUEvent::record makes the stream's device current).
-Event record_on(const Stream& stream);
-// record_on, or null when the runtime refused the record (warned once): the caller keeps the
-// stream unfenced and tries again on a later pass, so a failed record never drops work.
+Event record_on(const Stream& stream);  // with the stream's device current
+// Null when the runtime refused the record (warned once): the caller retries later.
 Event try_record_on(const Stream& stream);
 
-// Whether the event completed, asked with its device current. A runtime error counts as not
-// completed (torch_npu's own NPUEvent::query raises it): the bytes stay held, never reused
-// while a copy may still read them; waits are bounded (Deadline), so nothing hangs on it.
+// Asked with the event's device current; a runtime error counts as not completed.
 bool event_done(Event& event);
-
 // Drops the completed events from the back; true when none is left.
 bool events_done(std::vector<Event>& events);
 
-// A moment a wait gives up at: one per host_empty_cache() / pass, however many fences it
-// waits for (Note [Replay fences]). no_wait(): already passed, so a wait only asks.
+// When a wait gives up: one per pass, however many fences. no_wait() has already passed.
 using Deadline = std::chrono::steady_clock::time_point;
 inline Deadline no_wait() { return Deadline::min(); }
-// now + the fence wait limit (5 s): a wedged runtime must not hang host_empty_cache().
-Deadline fence_wait_deadline();
-
-// event_done, polling until the event completed or `deadline` passed (then false).
-bool wait_event(Event& event, Deadline deadline);
-
-// Note [Eager-use fences]
-// ~~~~~~~~~~~~~~~~~~~~~~~
-// A freed block may be handed out again once every eager copy from or into it has run: one
-// event per stream that used it (record_event), recorded when its tensor dies - the moment
-// ATen's free records them - and never later: a later event also waits for whatever the stream
-// ran since, and the bytes stay held meanwhile. A stream that is capturing at that moment
-// cannot take the event (it would be captured into the graph, not run, and re-recorded by every
-// replay): it stays unfenced until its capture is over, and until then the fence is not done.
-class UseFence {
- public:
-  UseFence() = default;
-  explicit UseFence(std::vector<Stream> streams) : unfenced_(std::move(streams)) { record(); }
-  // Records an event on each unfenced stream that no longer captures; true if none is left.
-  bool record();
-  // Every stream fenced and every event completed.
-  bool done() { return record() && events_done(events_); }
-  bool empty() const { return events_.empty() && unfenced_.empty(); }
-
- private:
-  std::vector<Event> events_;
-  std::vector<Stream> unfenced_;
-};
+Deadline fence_wait_deadline();  // now + 5 s: a wedged runtime must not hang empty_cache
+bool wait_event(Event& event, Deadline deadline);  // polls event_done until `deadline`
 
 }  // namespace torch_npu_pinpool

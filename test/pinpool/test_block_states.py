@@ -51,11 +51,15 @@ def test_every_move_of_the_block_state_diagram(scenario):
     assert (gone["pool_held"], gone["pool_in_use"]) == (block, 0), gone
     nxt = steps["pool: next capture pins"]
     assert (nxt["pool_held"], nxt["pool_in_use"]) == (block, block), nxt
-    # A default-pool block: held throughout, in use until it is free again.
+    # A default-pool block: held throughout, in use until it is free again. The first goes back
+    # through ATen's free path after its copy's event, after which torch 2.10 - 2.12's ATen
+    # miscounts the in-use figure, plugin or not (test_host_memory_stats_in_use_bytes_return).
     pinned, free = steps["default: pinned"], steps["default: graph gone"]
-    assert free["held"] == pinned["held"] and free["in_use"] == pinned["in_use"] - block
     alive, freed = steps["eager: graph gone, tensor alive"], steps["eager: tensor freed"]
-    assert freed["held"] == alive["held"] and freed["in_use"] == alive["in_use"] - block
+    assert free["held"] == pinned["held"] and freed["held"] == alive["held"]
+    if not (2, 10) <= pair() <= (2, 12):
+        assert free["in_use"] == pinned["in_use"] - block
+        assert freed["in_use"] == alive["in_use"] - block
 
 
 @ON_OFF

@@ -168,6 +168,11 @@ def test_mixed_dtype_copy_freed_in_capture(scenario, plugin, shape):
     source pinned before the capture) the replay reads the next owner's bytes, and on 2.14 the
     source pinned inside the capture stays held after the reset."""
     r = scenario("mixed_dtype_h2d", env=env_for(plugin, MIXED_SHAPE=shape)).result
+    if "capture_error" in r:
+        off = env_for(False, MIXED_SHAPE=shape)
+        native = scenario("mixed_dtype_h2d", env=off).result if plugin else r
+        assert "capture_error" in native, ("native torch_npu captures this copy", r, native)
+        pytest.skip(f"this torch_npu build cannot capture the copy, plugin or not: {r}")
     right = [1.5] if shape == "inside" else [2.5]
     assert r["dtype"] == "torch.float16"
     if plugin:

@@ -32,7 +32,9 @@ def block_state(ptr: int) -> str | None: ...  # Note [Block states]; None: no bl
 # The audit report (csrc/audit/audit.h); enable_report must come before activate(). Below
 # report_enabled: absent when audit_built is False.
 def report_enabled() -> bool: ...
+
 hazard_kinds: tuple[str, ...]  # the report's kinds, in its order (csrc/audit/audit.cpp)
+
 def enable_report(library_dirs: list[str], cwd: str) -> None: ...
 def install_copy_direction_scope() -> bool: ...  # Note [Copy direction]; False on torch < 2.10
 def audit_replay(handle: int, replay: Callable[[], object]) -> None: ...

@@ -2,8 +2,6 @@
 // are judged from, and the checks of written_while_queued in flight.
 #include "audit/audit.h"
 
-#include "audit/completion_probe.h"
-
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
@@ -14,6 +12,8 @@
 #include <cstring>
 #include <map>
 #include <thread>
+
+#include "audit/completion_probe.h"
 
 namespace torch_npu_pinpool {
 
@@ -129,10 +129,10 @@ const char* hazard_name(Hazard kind) {
 namespace {
 struct BlockFacts {
   SiteId alloc_site{kNoSite};
-  uint32_t device_writes{0};  // queued copies / replays that write it and have not finished
-  uint64_t write_epoch{0};    // device writes ever enqueued into it
-  bool stream_used{false};    // a pool block a stream used since it was last free
-  const void* pool{nullptr};  // its graph pool, once a captured copy used it
+  uint32_t device_writes{0};     // queued copies / replays that write it and have not finished
+  uint64_t write_epoch{0};       // device writes ever enqueued into it
+  bool stream_used{false};       // a pool block a stream used since it was last free
+  const void* pool{nullptr};     // its graph pool, once a captured copy used it
   std::vector<uint64_t> graphs;  // graphs whose captured copies used it (some may be dead)
 };
 
@@ -144,9 +144,9 @@ struct HostRange {
 
 struct GraphFacts {
   c10::DeviceIndex device{-1};
-  std::vector<HostRange> reads;  // H2D sources
-  std::vector<void*> writes;     // blocks it writes (D2H, or a use of unknown direction)
-  uint64_t unknown_reads{0};     // H2D sources whose bytes are unknown (not contiguous)
+  std::vector<HostRange> reads;    // H2D sources
+  std::vector<void*> writes;       // blocks it writes (D2H, or a use of unknown direction)
+  uint64_t unknown_reads{0};       // H2D sources whose bytes are unknown (not contiguous)
   std::vector<const void*> pools;  // graph pools of the pool blocks its captured copies used
 };
 
@@ -166,7 +166,7 @@ struct Check {
     SiteId alloc_site;
   };
   bool replay{false};
-  SiteId site{kNoSite};      // where the copy / replay was enqueued
+  SiteId site{kNoSite};  // where the copy / replay was enqueued
   std::vector<Read> reads;
   std::vector<void*> writes;  // blocks whose device_writes this work holds
 };
@@ -207,8 +207,8 @@ Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
 
 AllocatorObserver* audit_observer() { return Audit::get(); }
 
-void Audit::add(Hazard kind, const char* shape, uint64_t bytes,
-                std::initializer_list<SiteId> sites, uint64_t count) {
+void Audit::add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites,
+                uint64_t count) {
   Tally& tally = state_->tallies[static_cast<int>(kind)];
   tally.count += count;
   tally.bytes += bytes;
@@ -289,8 +289,7 @@ void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const BlockFacts& facts = state_->blocks[block];
-    if (side.len == 0 || facts.device_writes > 0 || host_functions_.load() ||
-        !probes_available()) {
+    if (side.len == 0 || facts.device_writes > 0 || host_functions_.load() || !probes_available()) {
       state_->counts.unchecked += 1;
       return;
     }
@@ -366,7 +365,7 @@ void Audit::freed(void* block, size_t block_size, bool pool_block) {
   if (!graph_lives) {
     return;
   }
-  const char* shape = pool_block         ? kPinnedInCapture
+  const char* shape = pool_block        ? kPinnedInCapture
                       : graph_capturing ? kPinnedBeforeFreedInCapture
                                         : kPinnedBeforeFreedAfter;
   add(Hazard::kRecycledByNative, shape, block_size, {facts->second.alloc_site});
@@ -497,8 +496,8 @@ std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
     device = facts.device;
     state_->counts.unchecked += facts.unknown_reads;
     for (const HostRange& range : facts.reads) {
-      const bool written_by_graph = std::find(facts.writes.begin(), facts.writes.end(),
-                                              range.block) != facts.writes.end();
+      const bool written_by_graph =
+          std::find(facts.writes.begin(), facts.writes.end(), range.block) != facts.writes.end();
       const BlockFacts& block = state_->blocks[range.block];
       if (written_by_graph || block.device_writes > 0 || host_functions_.load() ||
           !probes_available()) {

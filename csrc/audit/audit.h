@@ -8,10 +8,6 @@
 // allocator_observer.h).
 #pragma once
 
-#include "core/allocator_observer.h"
-#include "runtime/npu_runtime.h"
-#include "runtime/version_shim.h"
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,6 +15,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/allocator_observer.h"
+#include "runtime/npu_runtime.h"
+#include "runtime/version_shim.h"
 
 namespace at {
 class Tensor;

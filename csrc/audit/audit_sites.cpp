@@ -13,18 +13,18 @@
 // gives no site. Never taken while holding a lock: the GIL's holder may be waiting for one.
 // Code objects are cached (a reference is kept, so their address stays theirs), and each (file,
 // line) is interned once: a site costs one frame walk and two hash lookups.
-#include "audit/audit.h"
-
 #include <Python.h>
 
 #include <map>
 #include <unordered_map>
 
+#include "audit/audit.h"
+
 namespace torch_npu_pinpool {
 
 struct Audit::Sites {
   std::vector<std::string> library_dirs;
-  std::string cwd;  // with a trailing separator
+  std::string cwd;                               // with a trailing separator
   std::unordered_map<PyCodeObject*, int> files;  // code -> index in names_of_files, -1: library
   std::vector<std::string> names_of_files;
   std::map<std::pair<int, int>, SiteId> ids;  // (file, line) -> site

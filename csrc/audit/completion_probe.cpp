@@ -133,7 +133,8 @@ EventPair take_events_locked(c10::DeviceIndex device) {
   for (aclrtEvent* event : {&pair.after_work, &pair.after_probe}) {
     const aclError error = acl().create_event(event, ACL_EVENT_SYNC);
     TORCH_CHECK(error == ACL_SUCCESS, "torch_npu_pinpool: aclrtCreateEventExWithFlag failed (",
-                error, ") making the audit's probe events; unset TORCH_NPU_PINPOOL_REPORT to run "
+                error,
+                ") making the audit's probe events; unset TORCH_NPU_PINPOOL_REPORT to run "
                 "without the report.");
   }
   return pair;

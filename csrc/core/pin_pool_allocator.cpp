@@ -10,8 +10,9 @@ namespace torch_npu_pinpool {
 
 // Note [Backing store]
 // ~~~~~~~~~~~~~~~~~~~~
-// Pinned bytes come from torch_npu's host allocator (native_): its copy kernels and is_pinned()
-// only know pointers it handed out. A block holds native's DataPtr, destroyed outside our locks.
+// Pinned bytes come from torch_npu's host allocator (native_): its copy kernels record a
+// non_blocking copy's event, and is_pinned() says true, only for pointers it handed out. A block
+// holds native's DataPtr (destroyed outside our locks); empty_cache() ends with native's.
 
 PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),

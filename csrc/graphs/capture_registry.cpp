@@ -22,9 +22,10 @@ namespace torch_npu_pinpool {
 //
 // Note [Pools per device]
 // ~~~~~~~~~~~~~~~~~~~~~~~
-// As torch_npu's device pools, a host pool is (device, id); the device is the current one,
-// which torch_npu makes the capture device in every hook but release_pool. That names none: of
-// unannounced graphs of the id on several devices, all die once as many calls came.
+// As torch_npu's device pools, a host pool is keyed (device, id): one id names an independent
+// pool on each device. The device is the current one, which torch_npu makes the capture device
+// in every hook but release_pool. That one names no device: when unannounced graphs of one id
+// span devices, none dies until as many release_pool calls as such graphs came, then all do.
 
 namespace {
 c10::DeviceIndex pool_hook_device() { return c10_npu::current_device(); }

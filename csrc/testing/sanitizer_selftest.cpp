@@ -82,6 +82,5 @@ int64_t inject_sanitizer_report(const std::string& kind) {
               "' (use_after_free, data_race, signed_overflow).");
 }
 
-
 }  // namespace torch_npu_pinpool
 #endif  // PINPOOL_SANITIZERS

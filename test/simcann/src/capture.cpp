@@ -523,6 +523,41 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream,
   return ACL_SUCCESS;
 }
 
+// The checks of StreamEndCapture that fail the end and destroy the model (a root model's; a sub
+// model's is kept): the error, set_error called, or ACL_SUCCESS.
+static aclError captured_model_error(const Capture& c, const Stream* s) {
+  if (c.invalidated) {
+    set_error("simcann: aclmdlRICaptureEnd: the capture was invalidated (rule 507903); the model "
+              "is destroyed");
+    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
+  }
+  // CheckSubModelsIsEndCapture (context_aclgraph.cc, capture_model.cc): every sub model made by a
+  // conditional task of this model (recursively) must have ended its capture (READY); one still
+  // capturing, never captured or whose capture failed fails the end with
+  // ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING and destroys this model (unless it is a sub model).
+  const Model* pending = nullptr;
+  if (!sub_models_ready(*c.model, &pending)) {
+    set_error("simcann: aclmdlRICaptureEnd: sub model %u of model %u has not ended its capture "
+              "(rule %d, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING); the model is destroyed",
+              pending->id, c.model->id, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING);
+    return ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING;
+  }
+  if (!c.open_groups.empty()) {
+    // CheckCaptureModelValidity (context_aclgraph.cc) checks open task groups first.
+    set_error("simcann: aclmdlRICaptureEnd: a task group is still open on stream %u (rule 107033); "
+              "the model is destroyed",
+              (*c.open_groups.begin())->id);
+    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
+  }
+  if (Stream* u = unjoined_stream(c)) {
+    set_error("simcann: aclmdlRICaptureEnd: stream %u joined the capture but was not joined back "
+              "to the origin stream %u (rule 107025); the model is destroyed",
+              u->id, s->id);
+    return ACL_ERROR_RT_STREAM_UNJOINED;
+  }
+  return ACL_SUCCESS;
+}
+
 // StreamEndCapture (context_aclgraph.cc): order of checks and what each failure leaves behind.
 // The output model (v100/api_impl_aclgraph.cc ApiImpl::StreamEndCapture): the capture of a root
 // model needs a non-null modelRI (107000, the capture stays active) and a failure sets it to NULL;
@@ -567,38 +602,9 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* mo
     set_error("simcann: injected capture invalidation (SIMCANN_FAIL_CAPTURE_END_AT=%lld)",
               static_cast<long long>(n));
   }
-  if (c->invalidated) {
-    set_error("simcann: aclmdlRICaptureEnd: the capture was invalidated (rule 507903); the model "
-              "is destroyed");
-    finish_capture(c, true, &freed);
-    return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
-  }
-  // CheckSubModelsIsEndCapture (context_aclgraph.cc, capture_model.cc): every sub model made by a
-  // conditional task of this model (recursively) must have ended its capture (READY); one still
-  // capturing, never captured or whose capture failed fails the end with
-  // ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING and destroys this model (unless it is a sub model).
-  const Model* pending = nullptr;
-  if (!sub_models_ready(*c->model, &pending)) {
-    set_error("simcann: aclmdlRICaptureEnd: sub model %u of model %u has not ended its capture "
-              "(rule %d, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING); the model is destroyed",
-              pending->id, c->model->id, ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING);
-    finish_capture(c, true, &freed);
-    return ACL_ERROR_RT_SUB_ACLGRAPH_IS_CAPTURING;
-  }
-  if (!c->open_groups.empty()) {
-    // CheckCaptureModelValidity (context_aclgraph.cc) checks open task groups first.
-    set_error("simcann: aclmdlRICaptureEnd: a task group is still open on stream %u (rule 107033); "
-              "the model is destroyed",
-              (*c->open_groups.begin())->id);
-    finish_capture(c, true, &freed);
-    return ACL_ERROR_STREAM_TASK_GROUP_STATUS;
-  }
-  if (Stream* u = unjoined_stream(*c)) {
-    set_error("simcann: aclmdlRICaptureEnd: stream %u joined the capture but was not joined back "
-              "to the origin stream %u (rule 107025); the model is destroyed",
-              u->id, s->id);
-    finish_capture(c, true, &freed);
-    return ACL_ERROR_RT_STREAM_UNJOINED;
+  if (aclError err = captured_model_error(*c, s); err != ACL_SUCCESS) {
+    finish_capture(c, true, &freed);  // the model is destroyed
+    return err;
   }
   finish_capture(c, false, &freed);
   c->model->ready = true;

@@ -248,29 +248,10 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICondHandleGetCondPtr(aclmdlRICondHandle han
   return ACL_SUCCESS;
 }
 
-// Checks in the runtime's order: model_ri.cpp (null stream -> 100000), api_c_standard_soc.cc
-// (destroyed handle -> 107017), api_error_aclgraph.cc (type > SWITCH, flags != 0, null handle,
-// null modelRIArray -> 107000), api_impl_aclgraph.cc StreamAddCondTaskParasCheck (handle already
-// used -> 107000; stream not capturing -> 107029; stream capturing into another model than the
-// handle's -> 107000; size: IF 1 or 2, WHILE 1, SWITCH > 0 -> 107000, aclgraph_cond_task.cc
-// CheckCondTaskParamsSize). Then CreateSubCaptureModels makes the sub models (their handles go to
-// modelRIArray) and the condition task is added to the capture; if adding it fails (an
-// invalidated capture: 507903) the sub models are destroyed again (StreamAddCondTask's
-// errSubModelRecycle) and the handle may be used again.
-ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, aclrtStream stream,
-                                                 uint32_t flags) {
-  SIMCANN_API();
-  if (stream == nullptr) {
-    set_error("simcann: aclmdlRIAddCondTask: null stream (rule 100000)");
-    return ACL_ERROR_INVALID_PARAM;
-  }
-  Stream* s = to_stream(stream);
-  std::lock_guard<std::mutex> lock(capture_mutex());
-  if (params.handle != nullptr && !is_live(params.handle)) {
-    set_error("simcann: aclmdlRIAddCondTask: unknown or destroyed handle %p (rule 107017)",
-              params.handle);
-    return ACL_ERROR_RT_INVALID_HANDLE;
-  }
+// The parameter checks of aclmdlRIAddCondTask after the handle's liveness (order below): the
+// error, set_error called, or ACL_SUCCESS.
+static aclError cond_task_params_error(const aclmdlRICondTaskParams& params, const Stream* s,
+                                       uint32_t flags) {
   const uint32_t type = static_cast<uint32_t>(params.type);
   const char* bad = nullptr;
   if (type > kCondSwitch) bad = "type not in [0, 2]";
@@ -306,6 +287,36 @@ ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, 
         n, type);
     return ACL_ERROR_RT_PARAM_INVALID;
   }
+  return ACL_SUCCESS;
+}
+
+// Checks in the runtime's order: model_ri.cpp (null stream -> 100000), api_c_standard_soc.cc
+// (destroyed handle -> 107017), api_error_aclgraph.cc (type > SWITCH, flags != 0, null handle,
+// null modelRIArray -> 107000), api_impl_aclgraph.cc StreamAddCondTaskParasCheck (handle already
+// used -> 107000; stream not capturing -> 107029; stream capturing into another model than the
+// handle's -> 107000; size: IF 1 or 2, WHILE 1, SWITCH > 0 -> 107000, aclgraph_cond_task.cc
+// CheckCondTaskParamsSize). Then CreateSubCaptureModels makes the sub models (their handles go to
+// modelRIArray) and the condition task is added to the capture; if adding it fails (an
+// invalidated capture: 507903) the sub models are destroyed again (StreamAddCondTask's
+// errSubModelRecycle) and the handle may be used again.
+ACL_FUNC_VISIBILITY aclError aclmdlRIAddCondTask(aclmdlRICondTaskParams params, aclrtStream stream,
+                                                 uint32_t flags) {
+  SIMCANN_API();
+  if (stream == nullptr) {
+    set_error("simcann: aclmdlRIAddCondTask: null stream (rule 100000)");
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  Stream* s = to_stream(stream);
+  std::lock_guard<std::mutex> lock(capture_mutex());
+  if (params.handle != nullptr && !is_live(params.handle)) {
+    set_error("simcann: aclmdlRIAddCondTask: unknown or destroyed handle %p (rule 107017)",
+              params.handle);
+    return ACL_ERROR_RT_INVALID_HANDLE;
+  }
+  if (aclError err = cond_task_params_error(params, s, flags); err != ACL_SUCCESS) return err;
+  const uint32_t type = static_cast<uint32_t>(params.type);
+  const uint32_t n = params.size;
+  auto* h = static_cast<CondHandle*>(params.handle);
   std::shared_ptr<CondHandle> owned;
   for (const auto& p : h->parent->cond_handles) {
     if (p.get() == h) owned = p;

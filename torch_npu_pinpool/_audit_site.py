@@ -44,7 +44,8 @@ def _activate() -> None:
     try:
         import torch_npu_pinpool
 
-        torch_npu_pinpool.activate()
+        if torch_npu_pinpool.activate() is torch_npu_pinpool.Activation.SWITCHED_OFF:
+            _failure = "TORCH_NPU_PINPOOL=0 turns it off"
     except Exception as e:
         _failure = f"{type(e).__name__}: {e}"
 
@@ -77,11 +78,7 @@ def _note_why_not_active() -> None:
     plugin = sys.modules.get("torch_npu_pinpool")
     if plugin is not None and plugin.is_active():
         return
-    reason = _failure
-    if reason is None:
-        switch = os.environ.get("TORCH_NPU_PINPOOL", "1").strip().lower()
-        off = switch in ("0", "false", "off", "no")
-        reason = "TORCH_NPU_PINPOOL=0 turns it off" if off else "torch_npu_pinpool did not load"
+    reason = _failure or "torch_npu_pinpool did not load"
     try:
         with open(os.path.join(audit_dir, f"status-{os.getpid()}.txt"), "w") as f:
             f.write(f"{' '.join(sys.argv)}\n{reason}\n")

@@ -116,8 +116,11 @@ def rows(
             result = str(s.get("result", "PASS" if not s["failed"] else "FAIL"))
             if s.get("source", "ci/test.sh") != "ci/test.sh":
                 result += " (recorded by hand, see below)"
+            npu = str(s["torch_npu"])
+            if s.get("cann_version"):
+                npu += f" (runtime reports CANN {s['cann_version']})"
             out.append(
-                f"| {pair} | {s['leg']} | {s['torch']} | {s['torch_npu']} | {s['commit']} | "
+                f"| {pair} | {s['leg']} | {s['torch']} | {npu} | {s['commit']} | "
                 f"{s['date']} | {s['passed']} | {s['skipped']} | {s['failed']} | {result} |"
             )
     return out

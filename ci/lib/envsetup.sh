@@ -23,8 +23,9 @@
 #
 # A named build (LINE@BUILD, ci/lib/pairs.sh) uses the env of its LINE: the venv is created (or
 # reused) as for LINE, then torch_npu alone is switched to BUILD (`pip install --no-deps
-# --force-reinstall torch_npu==BUILD`; its wheel asks for the torch the line has). A later plain
-# LINE switches it back to the line's build. The switch happens under the env's lock, but a test
+# --force-reinstall torch_npu==BUILD`), and torch too when BUILD asks for another torch release
+# than the line's (torch_npu 2.9.0 asks for torch 2.9.0, the line's 2.9.1 for 2.9.1). A later
+# plain LINE switches both back. The switch happens under the env's lock, but a test
 # session already running in that env sees its torch_npu replaced: sweep builds in an env root
 # nobody else is using (PINPOOL_ENV_ROOT). The simulated runtime is rebuilt per torch_npu build
 # (its hash covers the build: build.sh reads the names that build needs).
@@ -74,6 +75,7 @@ if ! pinpool_pair_spec "$PAIR"; then
 fi
 LINE="$PAIR_LINE"
 WANT_NPU="${PAIR_NPU#torch_npu==}" # the torch_npu build the env must have when this script ends
+WANT_CANN="$PAIR_CANN" # the CANN version the simulator reports for that build (ci/lib/pairs.sh)
 # The venv itself is the line's: created with (and stamped for) the line's own build.
 pinpool_pair_spec "$LINE"
 
@@ -160,6 +162,22 @@ if [[ "$ARCH" == aarch64 ]]; then
     PIP_OPTS+=(--no-compile) # aarch64_byte_compile does it natively
 fi
 
+# torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md):
+# PyPI's torch for Linux x86_64, and for aarch64 from 2.11 on, is a CUDA build. Built against the
+# installed torch's headers: run again whenever torch changes.
+install_cudafix() {
+    local cxx=()
+    # aarch64: the workaround's library is built by the cross compiler (the emulated install.py
+    # runs it natively) and probed under emulation, as the plugin is.
+    [[ "$ARCH" != aarch64 ]] || cxx=(CXX="$AARCH64_TRIPLET-g++")
+    say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
+    run_logged "installing the CUDA-build import workaround" \
+        "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
+        env "${cxx[@]}" "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
+    [[ "$ARCH" != aarch64 || ! -d "$VENV/lib/python3.11/site-packages/_pinpool_testenv" ]] ||
+        aarch64_byte_compile "$VENV/lib/python3.11/site-packages/_pinpool_testenv"
+}
+
 # --- 1. the venv ---------------------------------------------------------------------------
 if venv_is_complete; then
     : # reuse, quietly
@@ -202,22 +220,11 @@ else
     run_logged "installing test dependencies" "$fix_net" \
         "${PIP[@]}" -c "$VENV/.torch-constraint.txt" "${TEST_DEPS[@]}"
 
-    cudafix_env=()
     if [[ "$ARCH" == aarch64 ]]; then
         say "byte-compiling the env with the host's CPython 3.11 (emulated, it takes minutes)"
         aarch64_byte_compile "$VENV/lib/python3.11/site-packages"
-        # The workaround's library is built for aarch64 by the cross compiler (the emulated
-        # install.py runs it natively) and probed under emulation, as the plugin is.
-        cudafix_env=(CXX="$AARCH64_TRIPLET-g++")
     fi
-    # torch CUDA-build import workaround (test environment only; see ci/lib/cudafix/README.md):
-    # PyPI's torch for Linux x86_64, and for aarch64 from 2.11 on, is a CUDA build.
-    say "checking whether this torch is a CUDA build (needs the torch_npu import workaround)"
-    run_logged "installing the CUDA-build import workaround" \
-        "see ci/lib/cudafix/README.md; the log shows the compiler / probe output" \
-        env "${cudafix_env[@]}" "$PY" "$HERE/cudafix/install.py" --venv "$VENV"
-    [[ "$ARCH" != aarch64 || ! -d "$VENV/lib/python3.11/site-packages/_pinpool_testenv" ]] ||
-        aarch64_byte_compile "$VENV/lib/python3.11/site-packages/_pinpool_testenv"
+    install_cudafix
 
     echo "$WANT_STAMP" >"$VENV/.pinpool-stamp"
     say "env ready in $((SECONDS - start)) s"
@@ -232,9 +239,37 @@ installed_npu() {
     d="${d##*/torch_npu-}"
     printf '%s' "${d%.dist-info}"
 }
+# The simulated runtime plays the CANN of the line's own build for every build of the line, as a
+# machine's CANN is newer than the ACL headers an older build shipped (torch_npu 2.8.0's lack the
+# capture error codes, aclrtHostFunc, ...): the line build's ACL headers are kept in the env
+# before a switch (downloaded if that build is not installed) and the simulator is built against
+# them (test/simcann/build.sh --acl-include).
+LINE_NPU="${PAIR_NPU#torch_npu==}"
+LINE_ACL="$VENV/acl-include-$LINE_NPU"
+keep_line_acl_headers() {
+    local src tmp=""
+    src="$(compgen -G "$VENV/lib/python3*/site-packages/torch_npu" | head -n 1)/include"
+    [[ ! -f "$LINE_ACL/acl/acl.h" ]] || return 0
+    if [[ "$(installed_npu)" != "$LINE_NPU" ]]; then
+        tmp="$(mktemp -d)"
+        run_logged "downloading torch_npu==$LINE_NPU for its ACL headers" "$fix_net" \
+            "$PY" -m pip download --disable-pip-version-check --progress-bar off --no-deps \
+            -d "$tmp" "torch_npu==$LINE_NPU"
+        run_logged "unpacking torch_npu==$LINE_NPU's headers" "see the log" \
+            "$PY" -m zipfile -e "$(compgen -G "$tmp/torch_npu-*.whl" | head -n 1)" "$tmp/whl"
+        src="$tmp/whl/torch_npu/include"
+    fi
+    [[ -f "$src/acl/acl.h" ]] || src="$src/third_party/acl/inc"
+    [[ -f "$src/acl/acl.h" ]] || die "keeping torch_npu $LINE_NPU's ACL headers" "no acl/acl.h in $src"
+    rm -rf "$LINE_ACL.new" && cp -r "$src" "$LINE_ACL.new" &&
+        mv "$LINE_ACL.new" "$LINE_ACL" || die "copying $src" "check the disk"
+    [[ -z "$tmp" ]] || rm -rf "$tmp"
+}
+fix_net="check the network / PyPI access and rerun"
 have_npu="$(installed_npu)"
 if [[ "$have_npu" != "$WANT_NPU" ]]; then
-    say "switching torch_npu ${have_npu:-(none)} -> $WANT_NPU in $VENV (the line's torch stays)"
+    keep_line_acl_headers
+    say "switching torch_npu ${have_npu:-(none)} -> $WANT_NPU in $VENV"
     run_logged "switching to torch_npu==$WANT_NPU" \
         "check that torch_npu $WANT_NPU exists for this Python on the index (pip index versions torch_npu) and rerun" \
         "$PY" -m pip install "${PIP_OPTS[@]}" --no-deps --force-reinstall "torch_npu==$WANT_NPU"
@@ -242,6 +277,37 @@ if [[ "$have_npu" != "$WANT_NPU" ]]; then
     have_npu="$(installed_npu)"
     [[ "$have_npu" == "$WANT_NPU" ]] ||
         die "switching to torch_npu==$WANT_NPU" "pip left torch_npu ${have_npu:-(none)} installed; see the log"
+fi
+
+# A build asks for its own torch release (its METADATA: `torch==2.9.0+cpu` for torch_npu 2.9.0,
+# `torch==2.9.1+cpu` for the line's 2.9.1): the env gets that torch (PyPI's build of it), as a
+# user of that build has it, and the line's torch back with the line's build. Read without an
+# interpreter, as above; the local part (+cpu) and a trailing `.*` are dropped.
+npu_wants_torch() {
+    local m
+    m="$(compgen -G "$VENV/lib/python3*/site-packages/torch_npu-*.dist-info/METADATA" | head -n 1)"
+    [[ -z "$m" ]] || sed -n 's/^Requires-Dist: *torch *== *\([0-9][0-9.]*[0-9]\).*/\1/p' "$m" | head -n 1
+}
+installed_torch() {
+    local d
+    d="$(compgen -G "$VENV/lib/python3*/site-packages/torch-*.dist-info" | head -n 1)"
+    d="${d##*/torch-}"
+    d="${d%.dist-info}"
+    printf '%s' "${d%%+*}"
+}
+want_torch="$(npu_wants_torch)"
+have_torch="$(installed_torch)"
+if [[ -n "$want_torch" && "$want_torch" != "$have_torch" ]]; then
+    say "switching torch ${have_torch:-(none)} -> $want_torch in $VENV (torch_npu $have_npu asks for it)"
+    run_logged "switching to torch==$want_torch" \
+        "check the network / PyPI access (pip index versions torch) and rerun" \
+        "$PY" -m pip install "${PIP_OPTS[@]}" "torch==$want_torch"
+    [[ "$ARCH" != aarch64 ]] || aarch64_byte_compile "$VENV/lib/python3.11/site-packages/torch"
+    have_torch="$(installed_torch)"
+    [[ "$have_torch" == "$want_torch" ]] ||
+        die "switching to torch==$want_torch" "pip left torch ${have_torch:-(none)} installed; see the log"
+    echo "torch==$want_torch" >"$VENV/.torch-constraint.txt"
+    install_cudafix
 fi
 
 # --- 2. the simulated CANN runtime ------------------------------------------------------------
@@ -258,6 +324,11 @@ if [[ ! -f "$SIM_SRC/build.sh" ]]; then
     LOG= die "building the simulated CANN runtime" \
         "$SIM_SRC/build.sh does not exist in this checkout yet (the simulator is not on this branch)"
 fi
+sim_acl=() # a build of the line other than its own: the line's ACL headers (above)
+if [[ "$have_npu" != "$LINE_NPU" ]]; then
+    keep_line_acl_headers
+    sim_acl=(--acl-include "$LINE_ACL")
+fi
 # Hash every file under test/simcann except its tests, docs, build output and caches, plus the
 # python it is built for, so an edited source or a different interpreter rebuilds it.
 sim_hash="$(
@@ -265,7 +336,7 @@ sim_hash="$(
         { find . -type f ! -path './tests/*' ! -path '*/build/*' ! -path '*/__pycache__/*' \
             ! -name '*.pyc' ! -name '*.o' ! -name '*.so' ! -name '*.md' -print0 |
             LC_ALL=C sort -z | xargs -0 sha256sum
-        echo "python=$PY $(readlink -f "$PY") torch_npu=$have_npu"; } | sha256sum | cut -c1-16
+        echo "python=$PY $(readlink -f "$PY") torch_npu=$have_npu acl=${sim_acl[*]}"; } | sha256sum | cut -c1-16
 )"
 SIM_DIR="$SIM_BASE/$sim_hash"
 if [[ ! -f "$SIM_DIR/.stamp" ]]; then
@@ -276,7 +347,7 @@ if [[ ! -f "$SIM_DIR/.stamp" ]]; then
     printf '\n=== simulator build %s (%s) ===\n' "$(date -u +%FT%TZ)" "$SIM_SRC" >>"$LOG"
     run_logged "building the simulated CANN runtime (test/simcann/build.sh)" \
         "read the log above; rerun 'bash test/simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
-        bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new" "${SIM_CROSS[@]}"
+        bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new" "${SIM_CROSS[@]}" "${sim_acl[@]}"
     [[ -f "$SIM_DIR.new/lib/libascendcl.so" ]] ||
         die "building the simulated CANN runtime" "build.sh succeeded but left no $SIM_DIR.new/lib/libascendcl.so"
     echo "$sim_hash" >"$SIM_DIR.new/.stamp"
@@ -307,6 +378,7 @@ echo "export PATH=$(q "$path")"
 echo "export SIMCANN_LIB_DIR=$(q "$lib")"
 echo "export LD_LIBRARY_PATH=$(q "$ld")"
 echo "export TORCH_DEVICE_BACKEND_AUTOLOAD=0"
+[[ -z "$WANT_CANN" ]] || echo "export SIMCANN_CANN_VERSION=$(q "$WANT_CANN")"
 if [[ "$ARCH" == aarch64 ]]; then
     inc="$SYSROOT/usr/include"
     echo "export PINPOOL_ARCH=aarch64"

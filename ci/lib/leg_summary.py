@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -89,6 +90,9 @@ def summary(leg: str, pair: str, arch: str, junit: Path, rc: int) -> dict[str, o
         **found,
         "result": "PASS" if rc == 0 and found["failed"] == 0 else "FAIL",
         "source": "ci/test.sh",
+        # The CANN version the simulator reported (SIMCANN_CANN_VERSION; unset: none, an empty
+        # string): set for a build that needs one to import (ci/lib/pairs.sh, PAIR_CANN).
+        "cann_version": os.environ.get("SIMCANN_CANN_VERSION", ""),
     }
 
 

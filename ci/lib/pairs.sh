@@ -11,6 +11,8 @@
 #                  build and to activate there (test/unsupported/), instead of the suite
 #   PAIR_LINE      the torch line (2.10): the env's name; the same as the pair unless a build is named
 #   PAIR_BUILD     the torch_npu build a `LINE@BUILD` pair names (2.10.0.post4), else empty
+#   PAIR_CANN      the CANN version the simulated runtime reports in that build's env
+#                  (SIMCANN_CANN_VERSION), for a build that does not import without one; else empty
 #
 # A pair may name one torch_npu build of its line: `2.10@2.10.0.post4`. It uses the line's env
 # (its torch and test dependencies) with only torch_npu switched to that build (ci/lib/envsetup.sh
@@ -42,6 +44,7 @@ PINPOOL_NPU_BUILDS="2.8@2.8.0 2.8@2.8.0.post2 2.9@2.9.0 2.10@2.10.0 2.10@2.10.0.
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0
+    PAIR_CANN=""
     PAIR_LINE="${1%%@*}"
     PAIR_BUILD=""
     [[ "$1" != *@* ]] || PAIR_BUILD="${1#*@}"
@@ -110,4 +113,10 @@ pinpool_pair_spec() {
         PAIR_NPU="torch_npu==$PAIR_BUILD"
         PAIR_NOTE="$PAIR_NOTE (build check: torch_npu switched to $PAIR_BUILD)"
     fi
+    # A machine's runtime always reports its CANN version; the simulator reports none unless told
+    # (test/simcann/README.md). torch_npu 2.8.0 does not import then: GetCANNInfo.cpp's
+    # IsGteDriverVersion throws on the empty version in a thread, and the process terminates
+    # (2.8.0.post2 and later builds tolerate it). Its env reports CANN 8.3.RC1, the release
+    # torch_npu 2.8.0 was published for (below 8.5.0: pinned_mem_register stays off, as unset).
+    [[ "$PAIR_BUILD" != 2.8.0 ]] || PAIR_CANN="8.3.RC1"
 }

@@ -24,6 +24,9 @@
 # interpreter (it only reports where torch / torch_npu are).
 #   --sanitize address,undefined | thread   an instrumented build (frame pointers, debug info), for
 #                                           ci/lib/sanitize.sh; use another --out than the normal one
+#   --acl-include DIR   the ACL headers (DIR/acl/acl.h) to build against instead of the installed
+#                       wheel's: ci/lib/envsetup.sh passes its line's newest build's for an older
+#                       build of that line (the runtime is newer than the headers a build shipped)
 set -euo pipefail
 
 PY=python3
@@ -31,6 +34,7 @@ OUT=""
 CROSS=""
 JOBS=$(nproc 2>/dev/null || echo 2)
 SANITIZE=""
+ACL_INC=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) PY="$2"; shift 2 ;;
@@ -38,7 +42,8 @@ while [ $# -gt 0 ]; do
     --cross) CROSS="$2"; shift 2 ;;
     -j) JOBS="$2"; shift 2 ;;
     --sanitize) SANITIZE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --acl-include) ACL_INC="$2"; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -73,7 +78,10 @@ PYEOF
 )
 [ "$PYLIB" = - ] || [ -f "$PYLIB" ] || PYLIB=-  # an emulated interpreter's path may be a guest path
 
-if [ -f "$TNPU/include/acl/acl.h" ]; then
+if [ -n "$ACL_INC" ]; then
+  [ -f "$ACL_INC/acl/acl.h" ] || { echo "build.sh: --acl-include $ACL_INC has no acl/acl.h" >&2; exit 2; }
+  INC="$ACL_INC"
+elif [ -f "$TNPU/include/acl/acl.h" ]; then
   INC="$TNPU/include"
 elif [ -f "$TNPU/include/third_party/acl/inc/acl/acl.h" ]; then
   INC="$TNPU/include/third_party/acl/inc"

@@ -45,6 +45,11 @@
 
 namespace simcann {
 
+// aclrtLaunchHostFunc's callback (acl_rt.h: `typedef void (*aclrtHostFunc)(void *args)`): the
+// 2.8.0, 2.8.0.post2 and 2.9.0 wheels' headers declare neither. The same type under our own
+// name, so that stream.cpp's definition matches the declaration where a header has one.
+using HostFunc = void (*)(void*);
+
 // ---- configuration (environment, read once) ----
 struct Config {
   int device_count = 1;

@@ -458,7 +458,7 @@ ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void* userDat
   });
 }
 
-ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn,
+ACL_FUNC_VISIBILITY aclError aclrtLaunchHostFunc(aclrtStream stream, HostFunc fn,
                                                  void* args) {
   SIMCANN_API();
   if (fn == nullptr) return ACL_ERROR_INVALID_PARAM;

@@ -5,7 +5,8 @@
 
 Every pair of ci/lib/pairs.sh gets a row ("no run recorded yet" when no summary names it), and
 so does every torch_npu build of its build sweep (PINPOOL_NPU_BUILDS: the leg
-"LINE@BUILD as-npu", the build check of ``PINPOOL_PAIRS=builds bash ci/test.sh``). For
+"LINE@BUILD as-npu", the build check of ``PINPOOL_PAIRS=builds bash ci/test.sh``, or
+"LINE@BUILD refusal" for a build below the supported minimum). For
 a leg found in several directories, the newest date wins (the first directory on a tie).
 Summaries not written by ci/test.sh say where they come from (``source``); the page lists those
 sources under the table. The records of other projects' test files run by ``bash ci/upstream.sh``
@@ -34,7 +35,8 @@ the repository are in `ci/results/`. Every run here is on the simulated CANN run
 ([testing.md](testing.md)); nothing has run on a real Ascend NPU yet. A leg named
 `LINE@BUILD as-npu` is the build check of one torch_npu build (`PINPOOL_PAIRS=builds bash
 ci/test.sh`): the line's env with that torch_npu, the plugin built, `doctor` PASS, and the
-"as a real NPU" selection.
+"as a real NPU" selection; `LINE@BUILD refusal`, a build below the supported minimum: install
+and activation refuse it, naming the minimum.
 
 | pair | leg | torch | torch_npu | commit | date | passed | skipped | failed | result |
 |---|---|---|---|---|---|---|---|---|---|
@@ -97,7 +99,7 @@ def rows(
     missing: dict[str, list[str]] = {}
     named = {str(s["leg"]) for s in summaries}
     for build in builds or []:
-        if f"{build} as-npu" not in named:
+        if f"{build} as-npu" not in named and f"{build} refusal" not in named:
             missing.setdefault(build.split("@")[0], []).append(build)
     for pair in sorted(set(pairs) | set(by_pair) | set(missing), key=_pair_key, reverse=True):
         legs = sorted(by_pair.get(pair, []), key=lambda s: _leg_key(str(s["leg"])))

@@ -29,6 +29,8 @@
 # suite: in the line's env with torch_npu switched to BUILD, the plugin built and installed,
 # `python -m torch_npu_pinpool doctor` (must exit 0 and print PASS; run as on a real NPU, without
 # SIMCANN_LIB_DIR), then the "as a real NPU" leg. Its results are the leg "LINE@BUILD as-npu".
+# A build below the supported minimum (2.8@2.8.0) runs test/unsupported/ instead, as the 2.7 line
+# does: the leg "LINE@BUILD refusal".
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
 # default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN,
@@ -165,6 +167,9 @@ run_pair() {
             # build and the activation refuse this torch_npu, naming the minimum.
             echo "pair $pair is below the supported range: running test/unsupported/ only"
             tests=(test/unsupported/)
+            # The line's env may hold the plugin a supported build of it installed (2.8@2.8.0
+            # after 2.8): the refusal is checked from nothing installed.
+            python -m pip uninstall -y -q torch_npu_pinpool 2>/dev/null || true
         elif [[ -f setup.py ]]; then
             if [[ "$ARCH" == aarch64 ]] && ! aarch64_check_torch; then
                 echo "import torch fails under emulation" >"$status_file"
@@ -200,7 +205,7 @@ run_pair() {
         [[ "$PAIR_REFUSED" != 1 ]] || leg="$pair refusal"
         junit="$ENVS/$pair.junit.xml"
         rm -f "$junit"
-        if [[ $build_check == 1 ]]; then
+        if [[ $build_check == 1 && "$PAIR_REFUSED" != 1 ]]; then
             # The build check: doctor instead of the suite (the as-NPU leg below follows). From an
             # empty directory: the checkout's torch_npu_pinpool/ (no _C) would shadow the install.
             tmp="$(mktemp -d)"
@@ -224,7 +229,7 @@ run_pair() {
             python -m pytest "${tests[@]}" "${xdist[@]}" --junitxml="$junit" "$@"
             rc=$?
         fi
-        [[ $build_check == 1 ]] || record_leg "$leg" "$line" "$junit" "$rc"
+        [[ $build_check == 1 && "$PAIR_REFUSED" != 1 ]] || record_leg "$leg" "$line" "$junit" "$rc"
         if [[ $rc == 0 && "$pair" == "$PINPOOL_REGISTER_PAIR" && "$ARCH" != aarch64 ]]; then
             # Registered-memory leg (issue #11): torch_npu's pinned_mem_register path (malloc +
             # aclrtHostRegisterV2), which it enables only on CANN >= 8.5: the simulator says 8.5.

@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from ._version import MIN_TORCH_NPU, __version__, check_torch_npu, env_off, major_minor
+from ._version import __version__, check_torch_npu, env_off, major_minor, min_torch_npu
 
 __all__ = ["__version__", "Activation", "activate", "is_active", "pool_stats", "mode", "report"]
 
@@ -37,7 +37,7 @@ def _import_torch_npu():
     except ImportError as e:
         raise ImportError(
             "torch_npu_pinpool needs torch_npu (and the torch it was built for); install "
-            f"torch_npu >= {MIN_TORCH_NPU[0]}.{MIN_TORCH_NPU[1]}.0 first. ({e})"
+            f"torch_npu >= {min_torch_npu()} first. ({e})"
         ) from e
     refusal, warning = check_torch_npu(torch_npu.__version__, "activate")
     if refusal:

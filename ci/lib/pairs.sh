@@ -7,8 +7,9 @@
 #   PAIR_NPU_NODEPS 1 = install torch_npu with --no-deps (its wheel pins torch==X+cpu, which
 #                  PyPI does not have for Linux x86_64; we pair it with PyPI's CUDA build)
 #   PAIR_NOTE      what the user is about to wait for
-#   PAIR_REFUSED   1 = below the supported range: the leg checks that the plugin refuses to
-#                  build and to activate there (test/unsupported/), instead of the suite
+#   PAIR_REFUSED   1 = below the supported range (a line, or a build: 2.8@2.8.0): the leg checks
+#                  that the plugin refuses to build and to activate there (test/unsupported/),
+#                  instead of the suite or the build check
 #   PAIR_LINE      the torch line (2.10): the env's name; the same as the pair unless a build is named
 #   PAIR_BUILD     the torch_npu build a `LINE@BUILD` pair names (2.10.0.post4), else empty
 #   PAIR_CANN      the CANN version the simulated runtime reports in that build's env
@@ -107,11 +108,14 @@ pinpool_pair_spec() {
             ;;
     esac
     if [[ -n "$PAIR_BUILD" ]]; then
-        # A build of this line only (2.10@2.10.0.post4; not 2.10@2.11.0, not below the range).
+        # A build of this line only (2.10@2.10.0.post4; not 2.10@2.11.0, not a line below the range).
         [[ "$PAIR_BUILD" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$ &&
             "$PAIR_BUILD" == "$PAIR_LINE".* && "$PAIR_REFUSED" == 0 ]] || return 1
         PAIR_NPU="torch_npu==$PAIR_BUILD"
         PAIR_NOTE="$PAIR_NOTE (build check: torch_npu switched to $PAIR_BUILD)"
+        # Below MIN_TORCH_NPU (torch_npu_pinpool/_version.py: 2.8.0.post2) inside a supported
+        # line: its check is the refusal (test/unsupported/), as for the 2.7 line.
+        [[ "$PAIR_BUILD" != 2.8.0 ]] || PAIR_REFUSED=1
     fi
     # A machine's runtime always reports its CANN version; the simulator reports none unless told
     # (test/simcann/README.md). torch_npu 2.8.0 does not import then: GetCANNInfo.cpp's

@@ -44,21 +44,22 @@ fi
 
 # 2. torch / torch_npu (supported range from torch_npu_pinpool/_version.py) and the NPU.
 command -v "$PY" >/dev/null || refuse "python '$PY' not found: set PYTHON to the torch_npu environment's interpreter"
-min="$(sed -n 's/^MIN_TORCH_NPU = (2, \([0-9]*\))$/\1/p' "$REPO/torch_npu_pinpool/_version.py")"
-max="$(sed -n 's/^MAX_TORCH_NPU = (2, \([0-9]*\))$/\1/p' "$REPO/torch_npu_pinpool/_version.py")"
 SCRATCH="$(mktemp -d)" # run Python outside the source tree (no uncompiled package shadowing)
 trap 'rm -rf "$SCRATCH"' EXIT
-probe="$(cd "$SCRATCH" && "$PY" - "$min" "$max" <<'PYEOF' 2>&1
-import sys
+probe="$(cd "$SCRATCH" && "$PY" - "$REPO/torch_npu_pinpool/_version.py" <<'PYEOF' 2>&1
+import os, sys
 from importlib import metadata as md
-lo, hi = int(sys.argv[1]), int(sys.argv[2])
+versions = {}
+exec(open(sys.argv[1]).read(), versions)  # MIN / MAX_TORCH_NPU and their check, in one place
 try:
     torch_v, npu_v = md.version("torch"), md.version("torch_npu")
 except md.PackageNotFoundError as e:
     sys.exit(f"UNSUPPORTED {e.name} is not installed in {sys.executable} (this script never installs it)")
 mm = lambda v: tuple(int(x) for x in v.split("+")[0].split(".")[:2])
-if mm(npu_v)[0] != 2 or not lo <= mm(npu_v)[1] <= hi:
-    sys.exit(f"UNSUPPORTED torch_npu {npu_v} is not supported: torch_npu_pinpool supports torch_npu 2.{lo} to 2.{hi}")
+os.environ.pop(versions["ALLOW_UNTESTED_ENV"], None)  # this script tests the supported range only
+refusal, _ = versions["check_torch_npu"](npu_v, "test")
+if refusal:
+    sys.exit(f"UNSUPPORTED {refusal}")
 if mm(npu_v) != mm(torch_v):
     sys.exit(f"UNSUPPORTED torch {torch_v} and torch_npu {npu_v} are not a pair")
 import torch, torch_npu  # noqa: E401,F401

@@ -113,6 +113,16 @@ def test_build_checks_sit_under_their_line(tmp_path):
     assert page.count("no run recorded yet") == 2
 
 
+def test_a_refused_build_is_checked_by_its_refusal_leg(tmp_path):
+    """A sweep build below the supported minimum (2.8@2.8.0) is covered by its refusal leg: no
+    "no run" row for it besides that leg."""
+    ci = _write(tmp_path / "ci", _summary("2.8@2.8.0 refusal", "2.8", torch_npu="2.8.0"))
+    page = render_results.render([ci], pairs=[], builds=["2.8@2.8.0"])
+    table = [line.split(" | ")[:4] for line in page.splitlines() if line.startswith("| 2.")]
+    assert table == [["| 2.8", "2.8@2.8.0 refusal", "2.8.0+cpu", "2.8.0"]]
+    assert "no run recorded yet" not in page
+
+
 def test_newest_summary_of_a_leg_wins(tmp_path):
     old = _write(tmp_path / "old", _summary("2.14", "2.14", date="2026-11-01", passed=1))
     new = _write(tmp_path / "new", _summary("2.14", "2.14", date="2026-11-27", passed=9))

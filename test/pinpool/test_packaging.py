@@ -23,7 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ALLOW = "TORCH_NPU_PINPOOL_ALLOW_UNTESTED"
-RANGE = "torch_npu 2.8.0 to 2.14.x"
+RANGE = "torch_npu 2.8.0.post2 to 2.14.x"
 TOO_NEW = "2.15.0"  # the first torch_npu release above MAX_TORCH_NPU
 
 
@@ -68,10 +68,15 @@ except Exception as e:
 
 @pytest.mark.parametrize(
     "version, expect",
-    [("2.7.1", ["too old", ">= 2.8.0"]), (TOO_NEW, ["newer", RANGE, f"{ALLOW}=1"])],
+    [
+        ("2.7.1", ["too old", ">= 2.8.0.post2"]),
+        # 2.8.0 itself pins outside ATen's host-allocator registry: below the minimum, and why.
+        ("2.8.0", ["too old", ">= 2.8.0.post2", "host-allocator registry"]),
+        (TOO_NEW, ["newer", RANGE, f"{ALLOW}=1"]),
+    ],
 )
 def test_activation_refuses_unsupported_torch_npu(run_isolated, tmp_path, version, expect):
-    """``import torch_npu_pinpool`` refuses torch_npu releases outside 2.8-2.14 with a message
+    """``import torch_npu_pinpool`` refuses torch_npu builds outside 2.8.0.post2-2.14 with a message
     naming the minimum, or the tested range and the override."""
     stub = _stub_torch_npu(tmp_path, version)
     r = run_isolated(EXPLICIT_IMPORT, env=_with_pythonpath(stub, **{ALLOW: ""})).result
@@ -96,7 +101,12 @@ result = {
 
 
 @pytest.mark.parametrize(
-    "version, expect", [("2.7.1", ">= 2.8.0"), (TOO_NEW, f"Set {ALLOW}=1 to activate")]
+    "version, expect",
+    [
+        ("2.7.1", ">= 2.8.0.post2"),
+        ("2.8.0", ">= 2.8.0.post2"),
+        (TOO_NEW, f"Set {ALLOW}=1 to activate"),
+    ],
 )
 def test_autoload_refusal_never_breaks_import_torch(run_isolated, tmp_path, version, expect):
     """Through the ``torch.backends`` entry point a refused torch_npu is a logged warning, not
@@ -202,7 +212,7 @@ def _backend(src: Path, hook: str, out: Path, env: dict[str, str] | None = None,
 
 
 def _other_supported_release() -> str:
-    return "2.9.0" if _torch_minor() != (2, 9) else "2.8.0"
+    return "2.9.0" if _torch_minor() != (2, 9) else "2.8.0.post2"
 
 
 @pytest.mark.parametrize(
@@ -221,7 +231,7 @@ def test_build_refuses(source_copy, tmp_path, case):
         hide, expect = "torch_npu", ["torch_npu is not installed"]
     elif case == "too old":
         env = _with_pythonpath(_stub_torch_npu(tmp_path, "2.7.1"))
-        expect = ["2.7.1 is too old", ">= 2.8.0"]
+        expect = ["2.7.1 is too old", ">= 2.8.0.post2"]
     elif case == "too new":
         env = _with_pythonpath(_stub_torch_npu(tmp_path, TOO_NEW))
         expect = [f"{TOO_NEW} is newer", RANGE, f"Set {ALLOW}=1 to build"]

@@ -1,14 +1,17 @@
-"""torch_npu below the supported range (the ``2.7`` leg of ci/test.sh: the real torch 2.7.1 /
-torch_npu 2.7.1.post11 wheels on the simulated runtime). The plugin must refuse clearly, naming
-the minimum, at both places a user meets it: ``pip install`` and activation.
+"""torch_npu below the supported range: the ``2.7`` leg of ci/test.sh (the real torch 2.7.1 /
+torch_npu 2.7.1.post11 wheels on the simulated runtime) and the build check of torch_npu 2.8.0
+(``2.8@2.8.0``, below the minimum 2.8.0.post2: it pins outside ATen's host-allocator registry).
+The plugin must refuse clearly, naming the minimum, at both places a user meets it: ``pip
+install`` and activation.
 
-Everywhere else these tests skip: run them with ``PINPOOL_PAIRS=2.7 bash ci/test.sh``.
+Everywhere else these tests skip: run them with ``PINPOOL_PAIRS="2.7 2.8@2.8.0" bash ci/test.sh``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
+import runpy
 import subprocess
 import sys
 import tarfile
@@ -18,16 +21,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NPU_VERSION = importlib.metadata.version("torch_npu")
-
-
-def _major_minor(version: str) -> tuple[int, int]:
-    major, minor = version.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
+# The supported range, read where it is written down (the package is not installed here).
+VERSIONS = runpy.run_path(str(REPO / "torch_npu_pinpool" / "_version.py"))
+MINIMUM = VERSIONS["min_torch_npu"]()
 
 pytestmark = pytest.mark.skipif(
-    _major_minor(NPU_VERSION) >= (2, 8),
-    reason=f"needs torch_npu < 2.8 (this is {NPU_VERSION}): PINPOOL_PAIRS=2.7 bash ci/test.sh",
+    VERSIONS["release"](NPU_VERSION) >= VERSIONS["MIN_TORCH_NPU"],
+    reason=f"needs torch_npu < {MINIMUM} (this is {NPU_VERSION}): "
+    'PINPOOL_PAIRS="2.7 2.8@2.8.0" bash ci/test.sh',
 )
 
 
@@ -70,7 +71,7 @@ def test_pip_install_refuses(tmp_path):
     )
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
-    assert "2.8.0" in out and NPU_VERSION.split("+")[0] in out, out
+    assert f">= {MINIMUM}" in out and NPU_VERSION.split("+")[0] in out, out
     show = subprocess.run(
         [sys.executable, "-m", "pip", "show", "torch_npu_pinpool"],
         capture_output=True,
@@ -93,10 +94,10 @@ result["npu_works"] = torch.ones(4).npu().cpu().tolist() == [1.0] * 4
 
 
 def test_activation_refuses(run_isolated):
-    """``import torch_npu_pinpool`` on torch_npu 2.7 raises before touching the allocator,
+    """``import torch_npu_pinpool`` below the minimum raises before touching the allocator,
     naming the minimum and the off switch; torch_npu keeps working."""
     r = run_isolated(ACTIVATE, env={"PINPOOL_REPO": str(REPO)}).result
     assert r["raised"] == "RuntimeError", r
-    assert "2.8.0" in r["message"] and NPU_VERSION.split("+")[0] in r["message"], r
+    assert f">= {MINIMUM}" in r["message"] and NPU_VERSION.split("+")[0] in r["message"], r
     assert "TORCH_NPU_PINPOOL=0" in r["message"], r
     assert r["npu_works"] is True

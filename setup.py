@@ -110,6 +110,7 @@ CORE_SOURCES = [
     "csrc/copy/pageable_copy_guard.cpp",
     "csrc/copy/strided_pinned_copy.cpp",
     "csrc/runtime/npu_runtime.cpp",
+    "csrc/runtime/host_cache_api.cpp",
 ]
 AUDIT_SOURCES = [
     "csrc/audit/audit.cpp",

@@ -3,6 +3,7 @@
 
 #include "copy/pageable_copy_guard.h"
 #include "core/pin_pool_allocator.h"
+#include "runtime/host_cache_api.h"
 #if PINPOOL_AUDIT
 #include "audit/audit.h"
 #endif
@@ -155,6 +156,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     const char* state = pp::impl().block_state(reinterpret_cast<const void*>(ptr));
     return state == nullptr ? py::object(py::none()) : py::object(py::str(state));
   });
+  // For builds without torch_npu.npu.host_empty_cache / host_memory_stats; plugin on or off.
+  pp::def_host_cache_api(m);
   // enable_report comes before activate(); an audit-off build has report_enabled only.
   pp::def_audit(m);
 }

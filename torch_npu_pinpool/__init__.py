@@ -13,9 +13,27 @@ import os
 import threading
 from typing import Any
 
+from ._host_cache import (
+    host_empty_cache,
+    host_memory_stats,
+    reset_accumulated_host_memory_stats,
+    reset_peak_host_memory_stats,
+)
 from ._version import __version__, check_torch_npu, env_off, major_minor, min_torch_npu
 
-__all__ = ["__version__", "Activation", "activate", "is_active", "pool_stats", "mode", "report"]
+__all__ = [
+    "__version__",
+    "Activation",
+    "activate",
+    "is_active",
+    "pool_stats",
+    "mode",
+    "report",
+    "host_empty_cache",
+    "host_memory_stats",
+    "reset_accumulated_host_memory_stats",
+    "reset_peak_host_memory_stats",
+]
 
 log = logging.getLogger("torch_npu_pinpool")
 _lock = threading.Lock()

@@ -1,7 +1,7 @@
 """Every move of the block-state diagram (docs/design.md, "Block states"; Note [Block states] in
 csrc/core/pin_pool_allocator.h), walked by test/scenarios/block_states.py: at each step the block's
 state, and what a user relies on - the bytes a replay or an eager copy delivers, the bytes held
-and in use (torch.npu.host_memory_stats()), pool_stats(). The same walk with the plugin off
+and in use (torch_npu_pinpool.host_memory_stats()), pool_stats(). The same walk with the plugin off
 (TORCH_NPU_PINPOOL=0) delivers the same bytes."""
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 by autoload, and vllm-ascend's UVA path (``aclrtHostGetDevicePointer`` on registered pinned
 memory). Each runs the same scenario with the plugin and with ``TORCH_NPU_PINPOOL=0`` and
 asserts what a user relies on: the bytes a replay delivers, the pinned bytes still held
-(``torch.npu.host_memory_stats()``), the errors raised. Native's figures are the ones measured
-on the simulated runtime with torch_npu 2.14.0 and 2.10.0.post7 (docs/problem.md, "A capture
-that fails"); on other pairs only the plugin's side is asserted.
+(``torch_npu_pinpool.host_memory_stats()``), the errors raised. Native's figures are the ones
+measured on the simulated runtime with torch_npu 2.14.0 and 2.10.0.post7 (docs/problem.md, "A
+capture that fails"); on other pairs only the plugin's side is asserted.
 
 Scenarios (runtime-neutral, no simulator state): test/scenarios/failed_capture.py,
 accelerator_graph.py, mixed_dtype_h2d.py, autoload_workers.py (+ autoload_worker.py),

@@ -19,8 +19,9 @@ import gc
 import os
 
 import torch
-import torch_npu
 from scenario import PLUGIN, N, held_bytes, pools, report, side_stream, values
+
+import torch_npu_pinpool
 
 END = os.environ.get("GRAPH_END", "reset")
 out: dict = {"available": hasattr(torch, "accelerator") and hasattr(torch.accelerator, "Graph")}
@@ -29,7 +30,7 @@ if out["available"]:
     dev1 = torch.zeros(N, device="npu")
     dev2 = torch.zeros(N, device="npu")
     torch.npu.synchronize()
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     baseline = held_bytes()
 
     g1 = torch.accelerator.Graph()
@@ -55,7 +56,7 @@ if out["available"]:
     del g1, g2
     gc.collect()
     torch.npu.synchronize()
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     out["held_after"] = held_bytes() - baseline
     out["pools"] = len(pools()) if PLUGIN else 0
 report(out)

@@ -8,14 +8,15 @@ report's entries (plugin on, TORCH_NPU_PINPOOL_REPORT set). Env: CAPTURES (3).
 """
 
 import torch
-import torch_npu
 from scenario import N, env_int, hazards, held_bytes, report, side_stream, site
+
+import torch_npu_pinpool
 
 CAPTURES = env_int("CAPTURES", 3)
 side_stream()
 dev = torch.zeros(N, device="npu")
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 before = held_bytes()
 for k in range(CAPTURES):
     g = torch.npu.NPUGraph()
@@ -26,7 +27,7 @@ for k in range(CAPTURES):
     torch.npu.synchronize()
     g.reset()
     del h, g
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 report(
     {
         "held_before": before,

@@ -14,8 +14,9 @@ the pin_memory() call, and the audit report's entries (plugin on, TORCH_NPU_PINP
 import os
 
 import torch
-import torch_npu
 from scenario import N, hazards, report, side_stream, site, values
+
+import torch_npu_pinpool
 
 SHAPE = os.environ.get("AUDIT_SHAPE", "before_freed_in_capture")
 side_stream()
@@ -40,7 +41,7 @@ elif SHAPE in ("before_freed_in_capture", "before_freed_after"):
 else:
     raise ValueError(f"AUDIT_SHAPE={SHAPE!r}")
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 others = [torch.full((N,), 9.0).pin_memory() for _ in range(8)]
 dev.zero_()
 g.replay()

@@ -1,7 +1,7 @@
 """Walks pinned blocks through every transition of the block-state diagram (docs/design.md,
 Note [Block states] in csrc/core/pin_pool_allocator.h), and at each step notes what a user relies
 on: the bytes a replay or an eager copy delivers, the bytes held and in use
-(torch.npu.host_memory_stats()) and the plugin's pool_stats(); with the plugin on, also each
+(torch_npu_pinpool.host_memory_stats()) and the plugin's pool_stats(); with the plugin on, also each
 block's state (the debug binding _C.block_state). Nothing else runs: no state may change
 between two steps but by the step itself (a pass runs only in host_memory_stats()).
 

@@ -14,8 +14,10 @@ import os
 import torch
 from scenario import end_graphs, held_bytes, pinned, report, values
 
+import torch_npu_pinpool
+
 END = os.environ.get("PINPOOL_END", "reset")
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
 shared = pinned(5.0)
 d_a1, d_a2, d_b = (torch.zeros(shared.numel(), device="npu") for _ in range(3))
@@ -44,7 +46,7 @@ del shared  # both graphs read it: its bytes stay until both have ended
 graphs = [graph_a]
 del graph_a
 end_graphs(graphs, END)
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 others = [pinned(9.0) for _ in range(32)]  # same size: would land on a recycled buffer
 graph_b.replay()
 torch.npu.synchronize()
@@ -53,7 +55,7 @@ del others
 graphs = [graph_b]
 del graph_b
 end_graphs(graphs, END)
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 report(
     {"replay_a": replay_a, "replay_b": replay_b, "baseline": baseline, "held_after": held_bytes()}
 )

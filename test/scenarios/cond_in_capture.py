@@ -23,8 +23,9 @@ baseline and after the graph is dropped and host_empty_cache() is called once.
 import gc
 
 import torch
-import torch_npu
 from scenario import N, held_bytes, pinned, report, side_stream, values
+
+import torch_npu_pinpool
 
 try:
     from torch_npu.npu._npugraph_conditional_nodes import (
@@ -59,7 +60,7 @@ except Exception as e:  # noqa: BLE001 - the runtime's answer is the finding
     report({"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"})
     raise SystemExit(0) from None
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 junk = [pinned(-1.0) for _ in range(8)]  # may get a block given back too early
 seen = []
 for p in (True, False, True):
@@ -71,6 +72,6 @@ junk_intact = all(bool((t == -1.0).all()) for t in junk)
 del g, out, junk
 gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 report({"seen": seen, "junk_intact": junk_intact, "baseline": baseline,
         "held_after": held_bytes()})

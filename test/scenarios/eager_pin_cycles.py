@@ -9,8 +9,9 @@ Reports per band: ``requests``, ``pins`` (runtime pins: only where the simulator
 
 import simctl
 import torch
-import torch_npu
 from scenario import env_int, report, side_stream
+
+import torch_npu_pinpool
 
 MiB = 1 << 20
 CYCLES = env_int("PIN_CYCLES", 10)
@@ -30,11 +31,11 @@ BANDS = {
 
 
 def num_host_alloc() -> int:
-    return int(torch_npu.npu.host_memory_stats().get("num_host_alloc", 0))
+    return int(torch_npu_pinpool.host_memory_stats().get("num_host_alloc", 0))
 
 
 def run_band(sizes: list[int], dev: torch.Tensor, stream: torch.npu.Stream) -> dict:
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     pins0 = simctl.host_pins() if simctl.available() else 0
     stat0 = num_host_alloc()
     right = True

@@ -16,7 +16,7 @@ FAIL_POOL: ``handle`` (both captures into one ``torch.npu.graph_pool_handle()``)
 (each capture into a pool of its own, as ``torch.npu.graph(g)`` without ``pool=``).
 
 Reports (``available``: False when torch has no torch.accelerator.Graph, and nothing else), as
-plugin-independent figures (torch.npu.host_memory_stats(), bytes replayed):
+plugin-independent figures (torch_npu_pinpool.host_memory_stats(), bytes replayed):
 ``error`` (the failure, shortened), ``first`` (the failed graph's replay: values or error),
 ``held_after`` (pinned bytes held above the baseline once the failed graph is gone and
 host_empty_cache() ran), ``second`` / ``second_error`` (a later capture into the same pool
@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 
 import torch
-import torch_npu
 from scenario import (
     PLUGIN,
     N,
@@ -46,6 +45,8 @@ from scenario import (
     site,
     values,
 )
+
+import torch_npu_pinpool
 
 HOW = os.environ.get("FAIL_HOW", "device_sync")
 END = os.environ.get("FAIL_END", "reset")
@@ -88,7 +89,7 @@ if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Gr
 side_stream()
 dev = torch.zeros(N, device="npu")
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
 out: dict = {"available": True, "how": HOW, "end": END, "api": API, "pool": POOL}
 handle = torch.npu.graph_pool_handle() if POOL == "handle" else None

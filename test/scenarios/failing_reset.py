@@ -13,6 +13,8 @@ import torch_npu
 from capture_checks import graph_of_freed_input
 from scenario import N, pinned, pool_bytes, report, side_stream, torch, values
 
+import torch_npu_pinpool
+
 side_stream()
 dev = torch.zeros(N, device="npu")
 g = graph_of_freed_input(dev, 3.0)
@@ -42,5 +44,5 @@ replayed = values(dev)
 
 g.reset()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 report({"reset_error": reset_error, "values": replayed, "pool_bytes": pool_bytes()})

@@ -12,7 +12,9 @@ import json
 import os
 import time
 
-from scenario import N, env_int, pinned, report, side_stream, torch, torch_npu, values
+from scenario import N, env_int, pinned, report, side_stream, torch, values
+
+import torch_npu_pinpool
 
 side_stream()
 dev = torch.zeros(N, device="npu")
@@ -32,7 +34,7 @@ def child_calls() -> dict[str, str]:
     for name, call in [
         ("free", lambda: globals().pop("kept")),
         ("pin", lambda: pinned(3.0)),
-        ("stats", lambda: torch_npu.npu.host_memory_stats()),
+        ("stats", lambda: torch_npu_pinpool.host_memory_stats()),
     ]:
         try:
             call()

@@ -21,8 +21,9 @@ import threading
 
 import simctl
 import torch
-import torch_npu
 from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
+
+import torch_npu_pinpool
 
 DROP = os.environ.get("PINPOOL_DROP", "ref")
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
@@ -68,7 +69,7 @@ with Churn():
         gc.collect()
     torch.npu.synchronize()
 result = {"a": values(dev_a), "b": values(dev_b)}
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result.update(baseline=baseline, held_after=held_bytes())
 if simctl.available():
     result["violations"] = simctl.violations()  # replay over memory given back

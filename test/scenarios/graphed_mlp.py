@@ -14,8 +14,9 @@ Env: STEPS (default 3).
 import gc
 
 import torch
-import torch_npu
 from scenario import env_int, held_bytes, npu_version, report, side_stream
+
+import torch_npu_pinpool
 
 STEPS = env_int("STEPS", 3)
 SCALE = 0.5  # the staged constant
@@ -69,7 +70,7 @@ def train(model: torch.nn.Module, step_fn, xs, ys) -> tuple[list[float], list[bo
         junk_ok.append(all(bool((j == 9.0).all()) for j in junk))
         # Re-pin junk between calls: the blocks freed above are handed out again.
         junk = []
-        torch_npu.npu.host_empty_cache()
+        torch_npu_pinpool.host_empty_cache()
         junk = [torch.full((4, 4), 9.0).pin_memory() for _ in range(8)]
     torch.npu.synchronize()
     junk_ok.append(all(bool((j == 9.0).all()) for j in junk))
@@ -99,7 +100,7 @@ del graphed, graphed_model
 KEPT.clear()
 gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 report(
     {
         "eager_loss": e_loss,

@@ -12,8 +12,9 @@ import time
 
 import simctl
 import torch
-import torch_npu
 from scenario import env_int, report
+
+import torch_npu_pinpool
 
 n = env_int("LARGE_BYTES", 48 << 20)
 delay = env_int("LARGE_DELAY_US", 2000)
@@ -40,7 +41,7 @@ t0 = time.perf_counter()
 src_ptr = src.data_ptr()
 del src
 if env_int("LARGE_EMPTY_CACHE", 0) == 1:
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
 nxt = torch.empty(n, dtype=torch.uint8, pin_memory=True)
 nxt[:head].fill_(7)
 nxt[-head:].fill_(7)

@@ -10,14 +10,15 @@ import gc
 
 import simctl
 import torch
-import torch_npu
 from scenario import env_int, held_bytes, in_use_bytes, pool_bytes, report, side_stream
+
+import torch_npu_pinpool
 
 n = env_int("LARGE_BYTES", 48 << 20)
 in_capture = env_int("LARGE_IN_CAPTURE", 0) == 1
 gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 held0, use0, pool0 = held_bytes(), in_use_bytes(), pool_bytes()
 live0 = simctl.host_bytes() if simctl.available() else None
 result = {"requested": n}
@@ -37,7 +38,7 @@ if in_capture:
     result["values"] = sorted(ends)
     result["pool"] = pool_bytes() - pool0
     del other
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
 else:
     buf = torch.empty(n, dtype=torch.uint8, pin_memory=True)
 result["is_pinned"] = bool(buf.is_pinned())

@@ -7,8 +7,9 @@ import gc
 
 import simctl
 import torch
-import torch_npu
 from scenario import held_bytes, pinned, pools, report, side_stream, values
+
+import torch_npu_pinpool
 
 side_stream()
 
@@ -29,7 +30,7 @@ g, dev = capture_once(0, 4096)
 del g, dev
 torch.npu.synchronize()
 gc.collect()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 base_held = held_bytes()
 base = simctl.host_bytes() if simctl.available() else None
 ok = True
@@ -43,7 +44,7 @@ for i in range(20):
     del g  # garbage collection releases the pool too
     gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 out = {"ok": ok, "held_leaked": held_bytes() - base_held, "pools": pools()}
 if base is not None:
     out["leaked"] = simctl.host_bytes() - base

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 
 import torch
-import torch_npu
 from scenario import N, held_bytes, replay_over_others, report, settled_held, side_stream
+
+import torch_npu_pinpool
 
 SHAPE = os.environ.get("MIXED_SHAPE", "inside")
 if SHAPE not in ("inside", "before"):
@@ -26,7 +27,7 @@ if SHAPE not in ("inside", "before"):
 side_stream()
 dev = torch.zeros(N, dtype=torch.float16, device="npu")
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
 early = torch.full((N,), 2.5).pin_memory() if SHAPE == "before" else None
 g = torch.npu.NPUGraph()

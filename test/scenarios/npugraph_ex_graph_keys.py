@@ -38,9 +38,10 @@ import os
 
 import simctl
 import torch
-import torch_npu
 from scenario import PLUGIN, held_bytes, npu_version, pinned, pools, report, side_stream, values
 from torch._dynamo.utils import counters
+
+import torch_npu_pinpool
 
 POOL = os.environ.get("NPUGRAPH_EX_POOL", "fx")
 STAGED = 3.0
@@ -101,7 +102,7 @@ del compiled
 torch._dynamo.reset()
 gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result = {
     "npu_version": list(npu_version()),
     "calls": calls,

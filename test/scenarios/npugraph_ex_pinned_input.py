@@ -12,8 +12,9 @@ import gc
 
 import simctl
 import torch
-import torch_npu
 from scenario import N, env_int, held_bytes, pinned, report, side_stream, values
+
+import torch_npu_pinpool
 
 CALLS = env_int("CALLS", 4)
 
@@ -35,14 +36,14 @@ for call in range(CALLS):
     seen.append(values(out))
     del host, out
     junk = []
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     junk = [pinned(9.0) for _ in range(4)]
 junk = []
 del compiled
 torch._dynamo.reset()
 gc.collect()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result = {"seen": seen, "baseline": baseline, "held_after": held_bytes()}
 if simctl.available():
     result["violations"] = simctl.violations()

@@ -33,6 +33,8 @@ import torch
 import torch_npu
 from scenario import PLUGIN, Churn, env_int, held_bytes, pinned, pools, report, values
 
+import torch_npu_pinpool
+
 SHAPE = os.environ.get("PINPOOL_SHAPE", "concurrent")
 ROUNDS = 3
 if torch.npu.device_count() < 2 and SHAPE != "same_device":
@@ -44,7 +46,7 @@ if SHAPE == "unannounced" and tuple(map(int, torch_npu.__version__.split(".")[:2
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
 
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
 pool = torch.npu.graph_pool_handle()
 devices = [0, 0] if SHAPE == "same_device" else [0, 1]
@@ -143,7 +145,7 @@ if SHAPE in ("reset_one", "unannounced") and captured == [0, 1]:
         torch.npu.set_device(1)
         graphs[0].reset()
         torch.npu.set_device(0)
-        torch.npu.host_empty_cache()
+        torch_npu_pinpool.host_empty_cache()
         torch.npu.synchronize(1)
         out["rounds"].append([values(outputs[1])])
         out["rounds"] += [replay_round([1]) for _ in range(ROUNDS)]
@@ -158,7 +160,7 @@ for g in graphs:
     g.reset()
 for d in set(devices):
     torch.npu.synchronize(d)
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 out["baseline"], out["held_after"] = baseline, held_bytes()
 out["pools_after"] = len(pool_rows()) if PLUGIN else 0
 if simctl.available():

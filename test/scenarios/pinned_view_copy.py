@@ -20,6 +20,8 @@ import os
 
 from scenario import held_bytes, report, reset_after_failed_capture, side_stream, torch
 
+import torch_npu_pinpool
+
 KIND = os.environ.get("VIEW_KIND", "strided")
 DIRECTION = os.environ.get("COPY_DIR", "h2d")
 SENTINEL = -5.0
@@ -45,7 +47,7 @@ def pattern(k: int, like: torch.Tensor) -> torch.Tensor:
 
 
 side_stream()
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
 base = torch.full((4, 256), SENTINEL).pin_memory()
 view = view_of(base)
@@ -122,6 +124,6 @@ if out["error"] is None or "torch_npu_pinpool" in out["error"]:
     out["eager_after"] = sorted(set(dev.cpu().flatten().tolist()))
     del view, base
     torch.npu.synchronize()
-    torch.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     out["baseline"], out["held_after"] = baseline, held_bytes()
 report(out)

@@ -7,6 +7,8 @@ allocator does, and frameworks capture dozens of batch sizes into one pool.
 import torch
 from scenario import held_bytes, pinned, report, side_stream, values
 
+import torch_npu_pinpool
+
 side_stream()
 pool = torch.npu.graph_pool_handle()
 d1, d2 = torch.zeros(1024, device="npu"), torch.zeros(1024, device="npu")
@@ -20,7 +22,7 @@ with torch.npu.graph(g1, pool=pool):
     d1.copy_(a, non_blocking=True)
     del a
 before_empty = held_bytes()
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 after_empty = held_bytes()
 
 g2 = torch.npu.NPUGraph()

@@ -10,7 +10,9 @@ stderr.
 
 import simctl
 from capture_checks import clean_capture_works, graph_of_freed_input
-from scenario import N, pool_bytes, report, side_stream, torch, torch_npu
+from scenario import N, pool_bytes, report, side_stream, torch
+
+import torch_npu_pinpool
 
 side_stream()
 g = graph_of_freed_input(torch.zeros(N, device="npu"), 3.0)
@@ -21,7 +23,7 @@ simctl.fail_next("record_event")  # the reset's fence: the next record on any st
 g.reset()
 simctl.fail_next("record_event", 0)  # disarmed, whether or not it fired
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 held_after_retry = pool_bytes()
 
 report({"held_after_retry": held_after_retry, "clean_capture": clean_capture_works(4.0)})

@@ -4,8 +4,9 @@ later pin_memory() and host_empty_cache(); and a static pinned input rewritten b
 """
 
 import torch
-import torch_npu
 from scenario import N, pinned, report, side_stream, values
+
+import torch_npu_pinpool
 
 side_stream()  # capture and replay on a side stream
 out = {}
@@ -25,7 +26,7 @@ with torch.npu.graph(g):
     host_out.copy_(dev_c, non_blocking=True)
 torch.npu.synchronize()
 # Later pinned allocations write other bytes, and the cache is emptied in between.
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 others = [pinned(9.0) for _ in range(8)]
 host_out.fill_(0.0)
 g.replay()

@@ -20,6 +20,8 @@ import simctl
 import torch
 from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
 
+import torch_npu_pinpool
+
 K = env_int("PINPOOL_GRAPHS", 16)
 API = os.environ.get("GRAPH_API", "npu_graph")
 if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Graph"):
@@ -62,7 +64,7 @@ result = {
     "shared": values(dev_shared),
     "own": [i for i, d in enumerate(dev_own) if values(d) != [10.0 + i]],
 }
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result.update(baseline=baseline, held_after=held_bytes())
 if simctl.available():
     result["violations"] = simctl.violations()  # replay over memory given back

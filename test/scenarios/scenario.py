@@ -52,12 +52,12 @@ def _stat_keys() -> tuple[str, str]:
 
 def held_bytes() -> int:
     """Pinned bytes the registered host allocator holds (cached or in use, every pool)."""
-    return int(torch_npu.npu.host_memory_stats().get(_stat_keys()[0], 0))
+    return int(torch_npu_pinpool.host_memory_stats().get(_stat_keys()[0], 0))
 
 
 def in_use_bytes() -> int:
     """Pinned bytes the registered host allocator has handed out and not got back."""
-    return int(torch_npu.npu.host_memory_stats().get(_stat_keys()[1], 0))
+    return int(torch_npu_pinpool.host_memory_stats().get(_stat_keys()[1], 0))
 
 
 def pools() -> list[dict[str, Any]]:
@@ -89,7 +89,7 @@ def settled_held(baseline: int) -> int:
     ``host_empty_cache()`` gave the cached blocks back."""
     gc.collect()
     torch.npu.synchronize()
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     return held_bytes() - baseline
 
 
@@ -165,7 +165,7 @@ class Churn:
             junk += [pinned(self._value) for _ in range(4)]
             if len(junk) >= self._keep:
                 junk.clear()
-                torch.npu.host_empty_cache()
+                torch_npu_pinpool.host_empty_cache()
 
     def __enter__(self) -> Churn:
         self._thread.start()

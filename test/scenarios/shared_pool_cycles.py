@@ -24,6 +24,8 @@ from scenario import (
     values,
 )
 
+import torch_npu_pinpool
+
 END = os.environ.get("PINPOOL_END", "reset")
 KEPT, CYCLES = env_int("PINPOOL_KEPT", 1), env_int("PINPOOL_CYCLES", 6)
 SHARED, DELAY = env_int("PINPOOL_SHARED", 0), env_int("PINPOOL_DELAY_US", 0)
@@ -91,7 +93,7 @@ for cycle in range(CYCLES):
     wrong += [f"cycle {cycle} {w}" for w in replay_kept(kept, shared_value)]
     del junk
     torch.npu.synchronize()
-    torch.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     held.append(held_bytes())
     blocks.append(sum(p["blocks"] for p in pools()))
     if simctl.available():
@@ -109,6 +111,6 @@ kept.clear()
 end_graphs(kept_graphs, END)
 del kept_inputs
 torch.npu.synchronize()
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result["pool_bytes_after"] = pool_bytes()
 report(result)

@@ -7,13 +7,15 @@ read by a captured copy) and keeps them; a replay; the unused one freed while th
 the graph reset, the other freed, and host_empty_cache(). Snapshots after each step.
 """
 
-from scenario import N, pinned, report, side_stream, torch, torch_npu
+from scenario import N, pinned, report, side_stream, torch
+
+import torch_npu_pinpool
 
 snapshots: dict[str, dict[str, float]] = {}
 
 
 def snap(name: str) -> None:
-    snapshots[name] = dict(torch_npu.npu.host_memory_stats())
+    snapshots[name] = dict(torch_npu_pinpool.host_memory_stats())
 
 
 side_stream()
@@ -38,7 +40,7 @@ snap("freed")
 g.reset()
 del g, x
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 snap("emptied")
 
 report(snapshots)

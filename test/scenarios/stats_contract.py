@@ -8,14 +8,16 @@ free with no copy; host_empty_cache(); a cached block handed out again; a new al
 reset_accumulated_host_memory_stats(); reset_peak_host_memory_stats(); host_empty_cache().
 """
 
-from scenario import N, env_int, pinned, report, side_stream, torch, torch_npu
+from scenario import N, env_int, pinned, report, side_stream, torch
 from simctl import available, set_delay_us
+
+import torch_npu_pinpool
 
 snapshots: dict[str, dict[str, float]] = {}
 
 
 def snap(name: str) -> None:
-    snapshots[name] = dict(torch_npu.npu.host_memory_stats())
+    snapshots[name] = dict(torch_npu_pinpool.host_memory_stats())
 
 
 if available():
@@ -34,7 +36,7 @@ del b  # no copy: straight back to the free list
 snap("freed")
 
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 snap("emptied")
 
 c = pinned(3.0)  # a fresh allocation again (the cache was emptied)
@@ -43,15 +45,15 @@ del d
 e = pinned(5.0)  # reuses d's cached block
 snap("reused")
 
-torch_npu.npu.reset_accumulated_host_memory_stats()
+torch_npu_pinpool.reset_accumulated_host_memory_stats()
 snap("reset_accumulated")
 
 del c, e
-torch_npu.npu.reset_peak_host_memory_stats()
+torch_npu_pinpool.reset_peak_host_memory_stats()
 snap("reset_peak")
 
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 snap("end")
 
 report(snapshots)

@@ -3,12 +3,13 @@ input lives (``during``) and after it is gone (``after``), against the value bef
 plugin's pool_stats() at both points."""
 
 import torch
-import torch_npu
 from scenario import held_bytes, pinned, pools, report, settled_held, side_stream
+
+import torch_npu_pinpool
 
 side_stream()
 out = {}
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 before = held_bytes()
 dev = torch.zeros(4096, device="npu")
 g = torch.npu.NPUGraph()
@@ -16,7 +17,7 @@ with torch.npu.graph(g):
     x = pinned(1.0, 4096)  # 16 KiB, used by the capture
     dev.copy_(x, non_blocking=True)
     del x
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 out["during"] = held_bytes() - before
 out["pools"] = [
     {k: p[k] for k in ("graphs", "blocks", "bytes_held", "bytes_in_use", "released")}

@@ -2,8 +2,9 @@
 freed with a copy event pending, returns to the cache."""
 
 import torch
-import torch_npu
 from scenario import in_use_bytes, pinned, report, side_stream
+
+import torch_npu_pinpool
 
 side_stream()
 before = in_use_bytes()
@@ -13,5 +14,5 @@ dev.copy_(x, non_blocking=True)  # records an event on the block
 during = in_use_bytes() - before
 del x  # freed with an event pending
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()  # the completed event hands the block back
+torch_npu_pinpool.host_empty_cache()  # the completed event hands the block back
 report({"during": during, "after": in_use_bytes() - before})

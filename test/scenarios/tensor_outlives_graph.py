@@ -12,6 +12,8 @@ import simctl
 import torch
 from scenario import end_graphs, env_int, pinned, report, side_stream, values
 
+import torch_npu_pinpool
+
 END = os.environ.get("PINPOOL_END", "reset")
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))
@@ -28,14 +30,14 @@ graphs = [g1]
 del g1
 end_graphs(graphs, END)
 torch.npu.synchronize()
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 
 kept.fill_(5.0)
 g2 = torch.npu.NPUGraph()
 with torch.npu.graph(g2):
     d2.copy_(kept, non_blocking=True)
 del kept  # g2 still reads it
-torch.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 junk = [pinned(9.0) for _ in range(8)]  # would get the block if it were recycled
 g2.replay()
 report({"first": first, "second": values(d2)})

@@ -50,6 +50,8 @@ from scenario import (
     values,
 )
 
+import torch_npu_pinpool
+
 if importlib.util.find_spec("torch_npu.dynamo.torchair") is None:
     report({"skip": f"torch_npu {torch_npu.__version__} carries no TorchAir"})
     raise SystemExit(0)
@@ -136,7 +138,7 @@ def run_mode(mode: str) -> dict:
         per_call_pools.append(pool_rows())
         del host, outs, dev
         junk = []
-        torch_npu.npu.host_empty_cache()
+        torch_npu_pinpool.host_empty_cache()
         junk = [pinned(9.0, N * k) for k in (1, 2) for _ in range(4)]
     clobbered += [f"end: junk {values(t)}" for t in junk if values(t) != [9.0]]
     junk = []
@@ -146,7 +148,7 @@ def run_mode(mode: str) -> dict:
     torch._dynamo.reset()
     gc.collect()
     torch.npu.synchronize()
-    torch_npu.npu.host_empty_cache()
+    torch_npu_pinpool.host_empty_cache()
     out = {
         "seen": seen,
         "own": own,

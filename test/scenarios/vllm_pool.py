@@ -15,8 +15,9 @@ import threading
 
 import simctl
 import torch
-import torch_npu
 from scenario import env_int, held_bytes, npu_version, report, side_stream
+
+import torch_npu_pinpool
 
 SIZES = [1, 2, 4, 8, 16]
 CYCLES = env_int("CYCLES", 3)
@@ -87,7 +88,7 @@ for cycle in range(CYCLES):
 stop.set()
 worker.join()
 torch.npu.synchronize()
-torch_npu.npu.host_empty_cache()
+torch_npu_pinpool.host_empty_cache()
 result = {
     "npu_version": list(npu_version()),
     "cycles": cycles,

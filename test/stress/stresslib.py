@@ -19,9 +19,9 @@ from typing import Any
 import torch
 import torch_npu  # noqa: F401
 
+import torch_npu_pinpool  # activates on import, unless TORCH_NPU_PINPOOL=0
+
 PLUGIN = os.environ.get("TORCH_NPU_PINPOOL", "1") != "0"
-if PLUGIN:
-    import torch_npu_pinpool  # noqa: F401  (activates on import)
 
 torch.npu.set_device(0)
 U8 = torch.uint8
@@ -77,12 +77,12 @@ sim = Sim()
 
 
 def host_empty_cache():
-    fn = getattr(torch_npu.npu, "host_empty_cache", None) or torch.npu.host_empty_cache
+    fn = getattr(torch_npu.npu, "host_empty_cache", None) or torch_npu_pinpool.host_empty_cache
     fn()
 
 
 def host_stats() -> dict:
-    fn = getattr(torch_npu.npu, "host_memory_stats", None) or torch.npu.host_memory_stats
+    fn = getattr(torch_npu.npu, "host_memory_stats", None) or torch_npu_pinpool.host_memory_stats
     return dict(fn())
 
 

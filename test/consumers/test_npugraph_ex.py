@@ -57,7 +57,10 @@ def _wrong_calls(r: dict) -> list:
 
 def _check_exercised(r: dict) -> None:
     """The scenario did what it claims: four keys captured, a recapture (its old graph reset),
-    then capture_limit reached (every graph reset, eager from then on)."""
+    then capture_limit reached (every graph reset, eager from then on). Read from npugraph_ex's
+    counters; a TorchAir that keeps none (torch_npu 2.9.0's) leaves only the outputs to check."""
+    if not r["counts_captures"]:
+        return
     counts = [c["counters"] for c in r["calls"]]
     captured = [v for cnt in counts for key, v in cnt.items() if key.startswith("captured_")]
     assert max(captured) == 4, f"npugraph_ex captured {max(captured)} keys, expected 4: {counts}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,22 @@ def env_for(plugin: bool, **extra: str) -> dict[str, str]:
     env = dict(PLUGIN_ON if plugin else PLUGIN_OFF)
     env.update(extra)
     return env
+
+
+def with_alloc_conf(scenario, name: str, env: dict[str, str]) -> object:
+    """``scenario(name, env=env)`` where ``env`` sets PYTORCH_NPU_ALLOC_CONF: the test skips when
+    this torch_npu build does not know the option (its first device use raises "Unrecognized
+    CachingAllocator option: X", plugin or not: torch_npu 2.9.0 has neither pinned_mem_register
+    nor pin_memory_expandable_segments) and fails on any other non-zero exit."""
+    run = scenario(name, env=env, expect_ok=False)
+    unknown = re.search(r"Unrecognized CachingAllocator option: (\w+)", run.stderr)
+    if unknown:
+        version = metadata.version("torch_npu")
+        pytest.skip(f"torch_npu {version} has no allocator option {unknown.group(1)}")
+    if run.returncode != 0:
+        out = run.stdout[-3000:] + run.stderr[-6000:]
+        pytest.fail(f"scenario {name} exited {run.returncode}\n{out}")
+    return run
 
 
 def pair() -> tuple[int, int]:

@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import pytest
 
-from ._snippets import CANN_8_5, ON_OFF, env_for, native_pools, pair, skip_without_audit
+from ._snippets import (
+    CANN_8_5,
+    ON_OFF,
+    env_for,
+    native_pools,
+    pair,
+    skip_without_audit,
+    with_alloc_conf,
+)
 
 KiB = 1024
 REPORT = {"TORCH_NPU_PINPOOL_REPORT": "1"}
@@ -219,7 +227,7 @@ def test_registered_block_has_a_device_pointer(scenario, plugin):
     succeeds on the pinned blocks the registered host allocator hands out - eager, pinned inside
     a capture (a graph-pool block with the plugin), 48 MiB - with the plugin as without it."""
     env = env_for(plugin, PYTORCH_NPU_ALLOC_CONF="pinned_mem_register:True", **CANN_8_5)
-    run = scenario("uva_device_pointer", env=env)
+    run = with_alloc_conf(scenario, "uva_device_pointer", env)
     r = run.result
     if not r["has_api"]:
         pytest.skip("this CANN's libascendcl has no aclrtHostGetDevicePointer")

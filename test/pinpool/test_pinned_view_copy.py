@@ -13,16 +13,29 @@ runtime refuses that copy (107000) and torch_npu reports "The Inner error is rep
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import pytest
 
 from ._snippets import ON_OFF, env_for, pair
+
+# torch_npu 2.9.0 (the build sweep, 2026-11-28): an eager non_blocking D2H copy into a transposed
+# pinned view leaves the view as it was, plugin or not (2.9.1 and every other build move it). Not
+# explained yet: the runtime completes every copy torch_npu enqueues (SIMCANN_TRACE=1). Strict:
+# the day it passes, drop the mark.
+_NPU = metadata.version("torch_npu").split("+")[0]
+_EAGER_D2H_TRANSPOSED_LOST = pytest.mark.xfail(
+    _NPU == "2.9.0",
+    reason=f"torch_npu {_NPU}: an eager D2H copy into a transposed pinned view moves nothing",
+    strict=True,
+)
 
 STAGED = [
     ("h2d", "strided"),
     ("h2d", "transposed"),
     ("h2d", "broadcast"),
     ("d2h", "strided"),
-    ("d2h", "transposed"),
+    pytest.param("d2h", "transposed", marks=_EAGER_D2H_TRANSPOSED_LOST),
 ]
 
 

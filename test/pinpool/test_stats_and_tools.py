@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ._snippets import ON_OFF, env_for, native_pools, pair, simulator_api
+from ._snippets import ON_OFF, env_for, native_pools, pair, simulator_api, with_alloc_conf
 
 
 @ON_OFF
@@ -81,7 +81,7 @@ def test_expandable_segments_refused_at_capture(scenario, plugin, cann):
     variable's text there (it cannot read torch_npu's decision)."""
     extra = {"SIMCANN_CANN_VERSION": cann} if cann else {}
     env = env_for(plugin, PYTORCH_NPU_ALLOC_CONF="pin_memory_expandable_segments:True", **extra)
-    o = scenario("expandable_capture", env=env).result
+    o = with_alloc_conf(scenario, "expandable_capture", env).result
     assert o["eager"] == [3.0]
     error = o.get("error", "")
     # Whether torch_npu's expandable host allocator is in use: known on the simulator (the

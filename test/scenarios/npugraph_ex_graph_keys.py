@@ -38,7 +38,17 @@ import os
 
 import simctl
 import torch
-from scenario import PLUGIN, held_bytes, npu_version, pinned, pools, report, side_stream, values
+from scenario import (
+    PLUGIN,
+    held_bytes,
+    npu_version,
+    pinned,
+    pools,
+    report,
+    side_stream,
+    torchair_counts_captures,
+    values,
+)
 from torch._dynamo.utils import counters
 
 import torch_npu_pinpool
@@ -106,6 +116,7 @@ torch_npu_pinpool.host_empty_cache()
 result = {
     "npu_version": list(npu_version()),
     "calls": calls,
+    "counts_captures": torchair_counts_captures(),
     "pools_after_keys": pools_after_keys,
     "junk_intact": junk_intact,
     "baseline": baseline,

@@ -176,6 +176,17 @@ class Churn:
         self._thread.join()
 
 
+def torchair_counts_captures() -> bool:
+    """Whether this TorchAir counts its aclgraph captures in torch._dynamo's
+    ``counters["npugraph_ex"]`` (``captured_<graph>``, the recapture counts); torch_npu 2.9.0's
+    TorchAir keeps no such counter."""
+    import inspect
+
+    from torch_npu.dynamo.torchair._acl_concrete_graph import acl_graph
+
+    return 'counters["npugraph_ex"]' in inspect.getsource(acl_graph)
+
+
 def report(value: Any) -> None:
     """The scenario's result, for ``run_scenario`` (and for a reader running it by hand)."""
     sys.stdout.flush()

@@ -42,7 +42,12 @@ from scenario import (
     side_stream,
     values,
 )
-from torch_npu.npu import NpuGraphOpHandler, register_npu_graph_handler
+
+if not hasattr(torch_npu.npu, "NpuGraphOpHandler"):  # torch_npu 2.9.0: no NPUGraph.update API
+    report({"unavailable": f"torch_npu {torch_npu.__version__} has no NpuGraphOpHandler"})
+    raise SystemExit(0)
+
+from torch_npu.npu import NpuGraphOpHandler, register_npu_graph_handler  # noqa: E402
 
 SIM = simctl.available()
 JUNK = -1.0

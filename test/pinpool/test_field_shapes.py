@@ -44,11 +44,14 @@ HOWS = pytest.mark.parametrize("how", ["device_sync", "stream_sync", "unjoined"]
 ENDS = pytest.mark.parametrize("end", ["reset", "gc"])
 APIS = pytest.mark.parametrize("api", ["npu_graph", "accelerator"])
 NOT_CAPTURED = "without a preceding successful capture"
-# torch_npu 2.10's *device* caching allocator: a failed capture_end leaves the pool recording, so
-# the next capture into the same pool id fails, plugin or not (the host side is the plugin's).
-# Its words differ by build: 2.10.0.post7 "already recording to mempool_id", 2.10.0.post6 an
-# INTERNAL ASSERT on captures_underway.empty() (NPUCachingAllocator.cpp).
+# torch_npu 2.10's and 2.11's *device* caching allocator: a failed capture_end leaves the pool
+# recording, so the next capture into the same pool id fails, plugin or not (the host side is the
+# plugin's; 2.11's capture_end checks the runtime's answer before it ends the pool, docs/matrix.md;
+# 2.12 ends it first). Its words differ by build: 2.10.0.post7 and 2.11.0.post3 "already recording
+# to mempool_id", 2.10.0.post6 an INTERNAL ASSERT on captures_underway.empty()
+# (NPUCachingAllocator.cpp).
 STILL_RECORDING = ("already recording to mempool_id", "captures_underway.empty()")
+DEVICE_POOL_LEFT_RECORDING = pair() <= (2, 11)
 
 
 def _still_recording(r: dict) -> bool:
@@ -78,7 +81,7 @@ def test_failed_capture_gives_every_block_back(scenario, api, how, end):
     and a capture into the same pool handle afterwards replays its own bytes."""
     r = _failed(scenario, True, how, end, api)
     assert (r["held_after"], r["held_end"], r["pools"]) == (0, 0, 0), r
-    if how == "unjoined" and not native_pools():
+    if how == "unjoined" and DEVICE_POOL_LEFT_RECORDING:
         assert _still_recording(r), r
     else:
         assert r.get("second") == [2.0], r

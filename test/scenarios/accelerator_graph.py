@@ -19,12 +19,21 @@ import gc
 import os
 
 import torch
-from scenario import PLUGIN, N, held_bytes, pools, report, side_stream, values
+from scenario import (
+    PLUGIN,
+    N,
+    accelerator_graph_available,
+    held_bytes,
+    pools,
+    report,
+    side_stream,
+    values,
+)
 
 import torch_npu_pinpool
 
 END = os.environ.get("GRAPH_END", "reset")
-out: dict = {"available": hasattr(torch, "accelerator") and hasattr(torch.accelerator, "Graph")}
+out: dict = {"available": accelerator_graph_available()}
 if out["available"]:
     stream = side_stream()
     dev1 = torch.zeros(N, device="npu")

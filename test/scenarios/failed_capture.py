@@ -33,6 +33,7 @@ import torch
 from scenario import (
     PLUGIN,
     N,
+    accelerator_graph_available,
     capture_pinned_copy,
     hazards,
     held_bytes,
@@ -83,8 +84,8 @@ def fail(dev: torch.Tensor) -> None:
             dev.mul_(1.0)  # never joined back to the capturing stream
 
 
-if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Graph"):
-    report({"available": False})  # torch < 2.13
+if API == "accelerator" and not accelerator_graph_available():
+    report({"available": False})
     raise SystemExit(0)
 side_stream()
 dev = torch.zeros(N, device="npu")

@@ -18,13 +18,23 @@ import os
 
 import simctl
 import torch
-from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
+from scenario import (
+    Churn,
+    N,
+    accelerator_graph_available,
+    env_int,
+    held_bytes,
+    pinned,
+    report,
+    side_stream,
+    values,
+)
 
 import torch_npu_pinpool
 
 K = env_int("PINPOOL_GRAPHS", 16)
 API = os.environ.get("GRAPH_API", "npu_graph")
-if API == "accelerator" and not hasattr(getattr(torch, "accelerator", None), "Graph"):
+if API == "accelerator" and not accelerator_graph_available():
     report({"available": False})
     raise SystemExit(0)
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's

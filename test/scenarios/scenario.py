@@ -176,6 +176,20 @@ class Churn:
         self._thread.join()
 
 
+def accelerator_graph_available() -> bool:
+    """Whether torch.accelerator.Graph captures on the NPU: torch has it (>= 2.12) and torch_npu
+    registers the NPU's graph implementation for it (torch_npu 2.12.0.post3 does not: "Graph is
+    not supported on device type: npu")."""
+    graph_class = getattr(getattr(torch, "accelerator", None), "Graph", None)
+    if graph_class is None:
+        return False
+    try:
+        graph_class()
+    except RuntimeError:
+        return False
+    return True
+
+
 def torchair_counts_captures() -> bool:
     """Whether this TorchAir counts its aclgraph captures in torch._dynamo's
     ``counters["npugraph_ex"]`` (``captured_<graph>``, the recapture counts); torch_npu 2.9.0's

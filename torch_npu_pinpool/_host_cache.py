@@ -50,9 +50,11 @@ def host_memory_stats() -> dict[str, Any]:
     """The registered host allocator's statistics, flat keys sorted
     (``"allocated_bytes.current"``, ...): ``torch_npu.npu.host_memory_stats()`` on builds that
     have it."""
-    stats = _call("host_memory_stats", "registered_host_memory_stats")
+    native = _native("host_memory_stats")
+    if native is not None:
+        return dict(native())  # already flat and sorted
     flat: list[tuple[str, Any]] = []
-    _flatten("", dict(stats), flat)
+    _flatten("", _registry().registered_host_memory_stats(), flat)
     return dict(sorted(flat))
 
 

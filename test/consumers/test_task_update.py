@@ -13,24 +13,9 @@ keeps it too.
 
 from __future__ import annotations
 
-from importlib import metadata
-
 import pytest
 
 _RESULTS: dict[bool, dict] = {}
-
-# torch_npu 2.9 and 2.10.0 (seen on the simulated runtime: 2.9 on 2026-11-24, 2.10.0 in the
-# build sweep on 2026-11-27; 2.10.0.post4, .post6 and .post7 pass): the replay after
-# NPUGraph.update still runs the old kernel, with the plugin and without it, and
-# test/simcann/tests/test_task_update.py::test_npugraph_update_through_torch_npu shows the same
-# through torch_npu alone; the explicit task-update path is right. Cause not found yet (the
-# Python update flow is the same; the C++ side is not). Strict: the day it passes, drop the mark.
-_NPU = metadata.version("torch_npu").split("+")[0]
-_UPDATE_REPLAYS_OLD_KERNEL = pytest.mark.xfail(
-    tuple(int(x) for x in _NPU.split(".")[:2]) < (2, 10) or _NPU == "2.10.0",
-    reason=f"torch_npu {_NPU}: the replay after NPUGraph.update runs the old kernel (see above)",
-    strict=True,
-)
 
 
 def _result(scenario, plugin: bool) -> dict:
@@ -45,9 +30,7 @@ def _result(scenario, plugin: bool) -> dict:
 @pytest.mark.parametrize(
     "plugin", [pytest.param(True, id="plugin"), pytest.param(False, id="native")]
 )
-@pytest.mark.parametrize(
-    "part", [pytest.param("dispatch", marks=_UPDATE_REPLAYS_OLD_KERNEL), "explicit"]
-)
+@pytest.mark.parametrize("part", ["dispatch", "explicit"])
 def test_update_fed_from_freed_pinned_memory(scenario, plugin, part):
     r = _result(scenario, plugin)[part]
     assert "raised" not in r, r

@@ -56,15 +56,18 @@ seen = {}  # what the update step saw, filled by the handler below
 
 @register_npu_graph_handler(["add.out"])
 class _AddOut(NpuGraphOpHandler):
-    """NPUGraph.update replaces ``other`` (arg 1) of a captured ``torch.add(..., out=...)``."""
+    """NPUGraph.update replaces ``other`` (arg 1) of a captured ``torch.add(..., out=...)``.
 
-    UPDATE_SPECS = {"add.out": [("arg", 1, "other")]}
+    By hand, not through ``UPDATE_SPECS``: the base class's ``update_args`` walks that table only
+    from torch_npu 2.10.0.post4; before (2.8.0.post2 - 2.10.0.post2) it does nothing and a
+    handler assigns the args itself, which every build honours."""
 
     @classmethod
     def update_args(cls, dispatch_record, update_input):
         # Runs between graph_task_update_begin and the op, with the update stream current.
         seen["capturing_in_update"] = torch_npu.npu.is_current_stream_capturing()
-        super().update_args(dispatch_record, update_input)
+        if "other" in update_input:
+            dispatch_record.args[1] = update_input["other"]
 
 
 def first_line(e: BaseException) -> str:

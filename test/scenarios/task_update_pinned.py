@@ -59,7 +59,7 @@ class _AddOut(NpuGraphOpHandler):
     """NPUGraph.update replaces ``other`` (arg 1) of a captured ``torch.add(..., out=...)``.
 
     By hand, not through ``UPDATE_SPECS``: the base class's ``update_args`` walks that table only
-    from torch_npu 2.10.0.post4; before (2.8.0.post2 - 2.10.0.post2) it does nothing and a
+    from torch_npu 2.10.0.post4; before (2.8.0.post5, 2.9.1 - 2.10.0.post2) it does nothing and a
     handler assigns the args itself, which every build honours."""
 
     @classmethod

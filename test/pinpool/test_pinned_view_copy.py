@@ -19,14 +19,14 @@ import pytest
 
 from ._snippets import ON_OFF, env_for, pair
 
-# torch_npu 2.8.0.post2 and 2.9.0 (the build sweep, 2026-11-28): an eager non_blocking D2H copy
-# into a transposed pinned view leaves the view as it was, plugin or not (2.8.0.post5, 2.9.1 and
-# every later build move it). Not explained yet: the runtime completes every copy torch_npu
-# enqueues (SIMCANN_TRACE=1). Strict: the day it passes, drop the mark.
+# torch_npu 2.8.0.post2 and 2.9.0 (the build sweep, 2026-11-28): a D2H copy into a transposed
+# CPU view lands transposed (view == source.t()), plugin or not, blocking or not, pinned or not;
+# torch_npu enqueues one contiguous memcpy and no device kernel (SIMCANN_TRACE=1). 2.8.0.post5,
+# 2.9.1 and every later build copy it right. Strict: the day it passes, drop the mark.
 _NPU = metadata.version("torch_npu").split("+")[0]
-_EAGER_D2H_TRANSPOSED_LOST = pytest.mark.xfail(
+_D2H_INTO_TRANSPOSED_VIEW_WRONG = pytest.mark.xfail(
     _NPU in ("2.8.0.post2", "2.9.0"),
-    reason=f"torch_npu {_NPU}: an eager D2H copy into a transposed pinned view moves nothing",
+    reason=f"torch_npu {_NPU}: a D2H copy into a transposed view lands transposed",
     strict=True,
 )
 
@@ -35,7 +35,7 @@ STAGED = [
     ("h2d", "transposed"),
     ("h2d", "broadcast"),
     ("d2h", "strided"),
-    pytest.param("d2h", "transposed", marks=_EAGER_D2H_TRANSPOSED_LOST),
+    pytest.param("d2h", "transposed", marks=_D2H_INTO_TRANSPOSED_VIEW_WRONG),
 ]
 
 

@@ -4,7 +4,7 @@ Env: COPY_HOW is one of copy_h2d (dev.copy_(host)), copy_d2h (host.copy_(dev)), 
 (host.to("npu")), to_cpu (dev.to("cpu")); COPY_BLOCKING=1 for a blocking copy (default
 non_blocking). Reports the error raised (or None), whether leaving the capture worked, whether
 the graph resets, the plugin's capture registrations afterwards, and whether eager NPU work and a
-pinned capture + replay still work after it.
+pinned capture + replay still work after it (or ``after_error``, the error they raised).
 """
 
 import os
@@ -37,13 +37,19 @@ reset_after_failed_capture(out, g)
 del g
 
 # The process goes on: eager NPU work, and a correct capture (pinned source) that replays.
-dev.add_(2.0)
-out["eager"] = values(dev)
-src = pinned(5.0)
-g2 = torch.npu.NPUGraph()
-with torch.npu.graph(g2):
-    dev.copy_(src, non_blocking=True)
-g2.replay()
-torch.npu.synchronize()
-out["replayed"] = values(dev)
+# Recorded, not raised: on torch_npu 2.8 / 2.9 (no guard) the failed capture is, in some runs,
+# still active here (seen with 2.9.0's non_blocking D2H), so eager work fails; the tests assert
+# this part only where the guard refuses the copy before anything is enqueued.
+try:
+    dev.add_(2.0)
+    out["eager"] = values(dev)
+    src = pinned(5.0)
+    g2 = torch.npu.NPUGraph()
+    with torch.npu.graph(g2):
+        dev.copy_(src, non_blocking=True)
+    g2.replay()
+    torch.npu.synchronize()
+    out["replayed"] = values(dev)
+except RuntimeError as e:
+    out["after_error"] = str(e)
 report(out)

@@ -1,10 +1,11 @@
 """Simulated aclnnSqrt / aclnnInplaceSqrt (src/ops/compare.cpp) against torch's CPU result, with
 CANN's semantics (hicann/ops-math math/sqrt/op_api/aclnn_sqrt.cpp,
 docs/aclnnSqrt&aclnnInplaceSqrt.md): 16-bit floats computed in float32 and rounded once, float32
-correctly rounded (IEEE sqrt), integral / bool inputs cast to float32 (int64 to double) giving a
-floating result, negative inputs NaN, strided views, and a captured sqrt reading its input again
-at every replay. torch.sqrt is the first op TorchAir's smoke test (tests/smoke/aclgraph_test.py,
-test_aclgraph_scope_with_post_pass) reaches that the simulator lacked.
+and float64 correctly rounded (IEEE sqrt), integral / bool inputs cast to float32 (int64 to
+double) giving a floating result, negative inputs NaN, strided views, and a captured sqrt reading
+its input again at every replay. torch.sqrt is the first op TorchAir's smoke test
+(tests/smoke/aclgraph_test.py, test_aclgraph_scope_with_post_pass) reaches that the simulator
+lacked.
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ def test_sqrt_matches_cpu(run_isolated):
         import math, torch, torch_npu
         ok = {}
         base = torch.tensor([[0.0, -0.0, 1.0, 2.0], [1e-30, 3.0e38, math.inf, 0.25]])
-        def exact(x):  # correctly rounded: in float64, rounded once to float32
-            return x.double().sqrt().float()
+        def exact64(x):  # correctly rounded (math.sqrt is IEEE sqrt; torch's CPU kernel is not
+            # always: 1 ulp off for sqrt(2.0) in float64 on an AVX512 build)
+            vals = [math.sqrt(v) for v in x.double().reshape(-1).tolist()]
+            return torch.tensor(vals, dtype=torch.float64).reshape(x.shape)
+        def exact(x):  # float32: correctly rounded in float64, rounded once to float32
+            return exact64(x).float()
         for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
             x = base.to(dt)
             got = x.npu().sqrt().cpu()
@@ -32,7 +37,9 @@ def test_sqrt_matches_cpu(run_isolated):
                 ok["sqrt_f32_exact"] = torch.equal(got, exact(x))
                 ulps = (got.view(torch.int32) - x.sqrt().view(torch.int32)).abs()
                 ok["sqrt_f32_cpu_1ulp"] = bool((ulps <= 1).all())
-            else:  # 16-bit: float32 then one rounding, as torch's CPU kernel; float64: exact
+            elif dt == torch.float64:  # correctly rounded
+                ok[f"sqrt{dt}"] = torch.equal(got, exact64(x))
+            else:  # 16-bit: float32 then one rounding, as torch's CPU kernel
                 ok[f"sqrt{dt}"] = torch.equal(got, x.sqrt())
         neg = torch.tensor([-1.0, -math.inf, math.nan, 4.0])
         ok["negative_is_nan"] = torch.equal(torch.isnan(neg.npu().sqrt().cpu()),

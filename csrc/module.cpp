@@ -142,12 +142,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "graph_end_failed", [](uint64_t h) { return pp::impl().capture_failed(h, true); },
       release_gil());
   m.def("graph_replay", [](uint64_t h) { pp::impl().graph_replay(h); });
-  // graph_died keeps the GIL; the pass it may ask for records events, without it.
+  m.def("hooked_reset", &pp::PinPoolHostAllocatorImpl::hooked_reset);  // Note [Releases ...]
+  // graph_died keeps the GIL; the pass it asks for records events, without it.
   m.def("graph_died", [](uint64_t h) {
-    if (pp::impl().graph_died(h)) {
-      py::gil_scoped_release no_gil;
-      pp::impl().process_pending();
-    }
+    pp::impl().graph_died(h);
+    py::gil_scoped_release no_gil;
+    pp::impl().process_pending();
   });
   m.def("process_pending", [] { pp::impl().process_pending(); }, release_gil());
   m.def("pool_stats", &pp::pool_stats);

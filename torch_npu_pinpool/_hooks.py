@@ -130,17 +130,39 @@ def _replay_audited(ext: Any, orig: Callable) -> Callable:
 
 def _reset(ext: Any, orig: Callable) -> Callable:
     died = ext.graph_died
+    scope = ext.hooked_reset
 
     def reset(self):
+        graph = self.__dict__.get(_HANDLE)
+        if graph is None:  # not made through the hooks: its release_pool counts as such
+            return orig(self)
         # torch_npu's reset first: if it raises, the graph can still replay, so its blocks
-        # stay its own (the plugin's state is as it was before the call).
-        result = orig(self)
-        graph = self.__dict__.pop(_HANDLE, None)
-        if graph is not None and _live.pop(graph.id, None) is not None:  # graph.release(), inlined
+        # stay its own (the plugin's state is as it was before the call). Its release_pool is
+        # this graph's, not another's (csrc Note [Releases without hooks]).
+        scope(True)
+        try:
+            result = orig(self)
+        finally:
+            scope(False)
+        del self.__dict__[_HANDLE]
+        if _live.pop(graph.id, None) is not None:  # graph.release(), inlined
             died(graph.id)
         return result
 
     return reset
+
+
+def _finalizer(orig: Callable | None) -> Callable:
+    """``__del__``: a collected graph is reset through its hook before torch_npu's destructor
+    resets it again, so its release_pool is known to be its own."""
+
+    def __del__(self):
+        if not _exiting and self.__dict__.get(_HANDLE) is not None:
+            self.reset()
+        if orig is not None:
+            orig(self)
+
+    return __del__
 
 
 _HOOKS = {
@@ -163,11 +185,14 @@ def _host_function(ext: Any, orig: Callable) -> Callable:
     return launch
 
 
-def _patch(owner: Any, name: str, hook: Callable, orig: Callable, qualname: str) -> None:
+def _patch(
+    owner: Any, name: str, hook: Callable, orig: Callable | None, qualname: str
+) -> None:
     hook.__name__ = name
     hook.__qualname__ = qualname
     hook.__doc__ = getattr(orig, "__doc__", None)
-    hook.__wrapped__ = orig
+    if orig is not None:
+        hook.__wrapped__ = orig
     setattr(owner, name, hook)
 
 
@@ -200,6 +225,8 @@ def install(ext: Any, audit: bool = False) -> None:
     for (cls, name), orig in originals.items():
         _patch(cls, name, hooks[name](ext, orig), orig, f"{cls.__name__}.{name}")
     for cls in classes:
+        orig_del = cls.__dict__.get("__del__")
+        _patch(cls, "__del__", _finalizer(orig_del), orig_del, f"{cls.__name__}.__del__")
         cls._pinpool_hooked = True
     if audit:
         for name in ("_launch_host_func", "_launch_host_func_pending"):

@@ -4,7 +4,7 @@
 // rejects. So a non_blocking one is staged through S, a pinned block of the graph's pool, by a
 // captured host function that gathers the view into S (or scatters S into it) on every replay.
 // The graph keeps the view's block, S and the function's argument (replay_state). Refused:
-// a capture the registry does not know, and a neg / conj view.
+// a capture the registry does not know, a view of memory not ours, and a neg / conj view.
 #include "copy/strided_pinned_copy.h"
 
 #include <ATen/ExpandUtils.h>
@@ -122,8 +122,17 @@ void staged_copy_in_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, co
   if (!to_device) {
     at::assert_no_internal_overlap(self);
   }
-  c10_npu::NPUGuard device(stream.device());  // `stream` is current: S comes from the graph's pool
   const at::Tensor view = to_device ? src.expand(self.sizes()) : self;
+  TORCH_CHECK(impl.owns(host.const_data_ptr()), "torch_npu_pinpool: cannot capture a copy ",
+              to_device ? "from" : "into",
+              " a non-contiguous view of pinned memory that torch_npu_pinpool did not allocate "
+              "(pinned before it was activated, or by another allocator): no graph could keep "
+              "that memory alive for the ",
+              to_device ? "gather" : "scatter",
+              " every replay runs (torch_npu alone refuses this capture too). Pin the tensor "
+              "after torch_npu_pinpool is active, or: ",
+              kStagingFix, " Nothing was enqueued: the capture is still underway.");
+  c10_npu::NPUGuard device(stream.device());  // `stream` is current: S comes from the graph's pool
   at::Tensor staging = at::empty(self.sizes(), host.options().pinned_memory(true));
   auto copy = to_device ? std::make_shared<StridedHostCopy>(staging, view)
                         : std::make_shared<StridedHostCopy>(view, staging);

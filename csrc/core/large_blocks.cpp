@@ -1,58 +1,28 @@
-// Note [Large blocks].
+// Note [Large blocks], Note [Exact backing store].
 #include "core/large_blocks.h"
 
 #include <c10/util/llvmMathExtras.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
-#include <string>
-#include <type_traits>
+#include <limits>
 
-#if __has_include(<c10/core/AllocatorConfig.h>)
+#if PINPOOL_HAS_PINNED_LIMITS
 #include <c10/core/AllocatorConfig.h>
-#define PINPOOL_HAS_ALLOCATOR_CONFIG 1
-#else
-#define PINPOOL_HAS_ALLOCATOR_CONFIG 0
 #endif
 
 namespace torch_npu_pinpool {
 namespace {
 
 constexpr size_t kDefaultLargeBlockMB = 32;
-constexpr size_t kDefaultLargeCacheMB = 4096;
+constexpr size_t kNoLimit = std::numeric_limits<size_t>::max();
 
-// c10's pinned rounding / caching limits, detected (torch 2.13 has them, 2.10 does not).
-template <typename C, typename = void>
-struct HasPinnedLimits : std::false_type {};
-template <typename C>
-struct HasPinnedLimits<C, std::void_t<decltype(C::pinned_max_round_threshold()),
-                                      decltype(C::pinned_max_cached_size())>> : std::true_type {};
-
-template <typename Config>
-void configure_pinned_limits(size_t threshold) {
-  if constexpr (HasPinnedLimits<Config>::value) {
-    // Both at the threshold; a limit the user set lower stays theirs.
-    const size_t mb = threshold >> 20;
-    std::string settings;
-    if (Config::pinned_max_round_threshold() > threshold) {
-      settings += "pinned_max_round_threshold_mb:" + std::to_string(mb);
-    }
-    if (Config::pinned_max_cached_size() > threshold) {
-      settings += std::string(settings.empty() ? "" : ",") +
-                  "pinned_max_cached_size_mb:" + std::to_string(mb);
-    }
-    if (!settings.empty()) {
-      // Not setAllocatorSettings: that also hands the string to the device allocator.
-      Config::instance().parseArgs(settings);
-    }
-  }
-}
-
-// TORCH_NPU_PINPOOL_<name>, a whole number of MiB >= 0, or `fallback` MiB when unset.
+// TORCH_NPU_PINPOOL_<name>, a whole number of MiB >= 0, or `fallback` when unset.
 size_t env_mb(const char* name, size_t fallback, const char* zero_means) {
   const char* env = std::getenv(name);
   if (env == nullptr || *env == '\0') {
-    return fallback << 20;
+    return fallback;
   }
   char* end = nullptr;
   const long long mb = std::strtoll(env, &end, 10);
@@ -62,20 +32,77 @@ size_t env_mb(const char* name, size_t fallback, const char* zero_means) {
   return static_cast<size_t>(mb) << 20;
 }
 
+// Note [Exact backing store]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Pinned bytes come from torch_npu's allocator (Note [Backing store]), which rounds a request up
+// to a power of two and caches it when freed unless it exceeds c10's pinned_max_round_threshold
+// and pinned_max_cached_size (torch >= 2.13; before, it always rounds: no large path there, so
+// every request goes through ATen's Base as natively). The large path needs both at the
+// threshold. Where the user left them at their defaults (unlimited), these two fields alone are
+// set, in place: never through parseArgs, which resets every setting it is not given (the device
+// allocator's included) and replaces the settings string. Where the user set either, the large
+// path stays off and Base follows the user's limits exactly as torch_npu does. A setting parsed
+// later (torch_npu's device allocator start, a user's _set_allocator_settings) that restores the
+// defaults is met by the next large request setting them again.
+#if PINPOOL_HAS_PINNED_LIMITS
+using Config = c10::CachingAllocator::AcceleratorAllocatorConfig;
+
+// The two private fields, named through an explicit instantiation (which ignores access).
+template <typename Tag, typename Tag::type kMember>
+struct FieldOf {
+  friend typename Tag::type field(Tag) { return kMember; }
+};
+struct RoundThreshold {
+  using type = size_t Config::*;
+  friend type field(RoundThreshold);
+};
+struct CachedSize {
+  using type = size_t Config::*;
+  friend type field(CachedSize);
+};
+template struct FieldOf<RoundThreshold, &Config::pinned_max_round_threshold_>;
+template struct FieldOf<CachedSize, &Config::pinned_max_cached_size_>;
+
+// The user's value: neither the default nor ours.
+bool users(size_t value, size_t ours) { return value != kNoLimit && value != ours; }
+
+bool exact_backing_store(size_t threshold) {
+  Config& config = Config::instance();
+  size_t& round = config.*field(RoundThreshold{});
+  size_t& cached = config.*field(CachedSize{});
+  if (users(round, threshold) || users(cached, threshold)) {
+    return false;
+  }
+  if (round != threshold || cached != threshold) {
+    static std::mutex mutex;  // two first large requests at once
+    std::lock_guard<std::mutex> lock(mutex);
+    round = threshold;
+    cached = threshold;
+  }
+  return true;
+}
+#else
+bool exact_backing_store(size_t) { return false; }
+#endif
+
 }  // namespace
 
 size_t large_block_threshold() {
   static const size_t threshold = []() -> size_t {
-    const size_t bytes =
-        env_mb("TORCH_NPU_PINPOOL_LARGE_BLOCK_MB", kDefaultLargeBlockMB, "turns large blocks off");
-    return bytes == 0 ? 0 : c10::llvm::PowerOf2Ceil(bytes);
+    const size_t bytes = env_mb("TORCH_NPU_PINPOOL_LARGE_BLOCK_MB", kDefaultLargeBlockMB << 20,
+                                "turns large blocks off");
+    return bytes == 0 ? kNoLimit : c10::llvm::PowerOf2Ceil(bytes);
   }();
   return threshold;
 }
 
+bool pins_exact_now() {
+  return large_block_threshold() != kNoLimit && exact_backing_store(large_block_threshold());
+}
+
 size_t large_cache_limit() {
   static const size_t limit =
-      env_mb("TORCH_NPU_PINPOOL_LARGE_CACHE_MB", kDefaultLargeCacheMB, "caches no idle block");
+      env_mb("TORCH_NPU_PINPOOL_LARGE_CACHE_MB", kNoLimit, "caches no idle block");
   return limit;
 }
 
@@ -84,78 +111,81 @@ size_t round_large(size_t size) {
   return (size + page - 1) / page * page;
 }
 
-void configure_native_rounding() {
-#if PINPOOL_HAS_ALLOCATOR_CONFIG
-  if (large_block_threshold() != 0) {
-    configure_pinned_limits<c10::CachingAllocator::AcceleratorAllocatorConfig>(
-        large_block_threshold());
-  }
-#endif
-}
-
-bool native_rounds_large() {
-#if PINPOOL_HAS_ALLOCATOR_CONFIG
-  return !HasPinnedLimits<c10::CachingAllocator::AcceleratorAllocatorConfig>::value;
-#else
-  return true;
-#endif
-}
-
-// What a block of `size` really pins, for host_memory_stats().
-static size_t pinned_bytes(size_t size) {
-  static const bool pow2 = native_rounds_large();
-  return pow2 ? c10::llvm::PowerOf2Ceil(size) : size;
-}
-
-PinBlock* LargeBlocks::take(size_t rounded) {
-  // The smallest that holds the request and wastes no more than native's rounding would.
-  const size_t most = c10::llvm::PowerOf2Ceil(rounded);
+LargeBlocks::Take LargeBlocks::take(size_t rounded) {
+  const unsigned c = c10::llvm::Log2_64_Ceil(rounded);
+  const size_t full = size_t{1} << c;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto best = cached_.end();
-  for (auto it = cached_.begin(); it != cached_.end(); ++it) {
-    const size_t size = it->block->size_;
-    if (size < rounded || size > most || (best != cached_.end() && best->block->size_ <= size)) {
+  SizeClass& cls = classes_[c];
+  auto in_class = [&](PinBlock* b) { return c10::llvm::Log2_64_Ceil(b->size_) == c; };
+  PinBlock* fit = nullptr;    // the smallest idle block that holds `rounded`
+  PinBlock* small = nullptr;  // an idle block of the class too small for it
+  for (PinBlock* block : idle_) {
+    if (!in_class(block)) {
       continue;
     }
-    if (it->fence.done()) {
-      best = it;
+    if (block->size_ < rounded) {
+      small = block;
+    } else if (fit == nullptr || block->size_ < fit->size_) {
+      fit = block;
     }
   }
-  if (best == cached_.end()) {
-    return nullptr;
+  PinBlock* chosen = fit != nullptr ? fit : small;
+  if (chosen != nullptr) {
+    idle_.erase(std::find(idle_.begin(), idle_.end(), chosen));
+    idle_bytes_ -= chosen->size_;
   }
-  PinBlock* block = best->block;
-  cached_.erase(best);
-  idle_bytes_ -= block->size_;
-  block->set_state(BlockState::kInUse);
-  stats_->handed_out(pinned_bytes(block->size_));
-  return block;
+  if (fit != nullptr) {
+    fit->set_state(BlockState::kInUse);
+    stats_->handed_out(fit->size_);
+    return {fit, 0, nullptr};
+  }
+  if (small != nullptr) {  // native hits: replace it by a block of the whole class
+    uncount_locked(small);
+    cls.full = true;
+    return {nullptr, full, small};
+  }
+  return {nullptr, cls.blocks == 0 && !cls.full ? rounded : full, nullptr};
 }
 
-void LargeBlocks::add(PinBlock* block) { stats_->pinned(pinned_bytes(block->size_)); }
+void LargeBlocks::add(PinBlock* block) {
+  const unsigned c = c10::llvm::Log2_64_Ceil(block->size_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  SizeClass& cls = classes_[c];
+  cls.blocks++;
+  if (block->size_ < (size_t{1} << c)) {
+    TORCH_INTERNAL_ASSERT(!cls.exact, "a second exact-size large block in one class");
+    cls.exact = true;
+  }
+  stats_->pinned(block->size_);
+}
 
 void LargeBlocks::put(PinBlock* block) {
-  Cached item{block, UseFence(block)};
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_->freed(pinned_bytes(block->size_));
+  stats_->freed(block->size_);
   idle_bytes_ += block->size_;
-  cached_.push_back(std::move(item));
+  idle_.push_back(block);
+}
+
+void LargeBlocks::uncount_locked(PinBlock* block) {
+  const unsigned c = c10::llvm::Log2_64_Ceil(block->size_);
+  SizeClass& cls = classes_[c];
+  cls.blocks--;
+  if (block->size_ < (size_t{1} << c)) {
+    cls.exact = false;
+  }
+  stats_->given_back(block->size_);
 }
 
 std::vector<PinBlock*> LargeBlocks::take_idle(size_t keep_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<PinBlock*> idle;
-  for (auto it = cached_.begin(); it != cached_.end() && idle_bytes_ > keep_bytes;) {
-    if (!it->fence.done()) {
-      ++it;
-      continue;
-    }
-    PinBlock* block = it->block;
-    idle.push_back(block);
-    idle_bytes_ -= block->size_;
-    stats_->given_back(pinned_bytes(block->size_));
-    it = cached_.erase(it);
+  auto it = idle_.begin();
+  for (; it != idle_.end() && idle_bytes_ > keep_bytes; ++it) {
+    idle.push_back(*it);
+    idle_bytes_ -= (*it)->size_;
+    uncount_locked(*it);
   }
+  idle_.erase(idle_.begin(), it);
   return idle;
 }
 

@@ -4,6 +4,8 @@
 #include <Python.h>
 #include <pthread.h>
 
+#include <thread>
+
 #include "core/large_blocks.h"
 
 namespace torch_npu_pinpool {
@@ -16,7 +18,7 @@ namespace torch_npu_pinpool {
 
 PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
-      large_threshold_(large_block_threshold() > 0 ? large_block_threshold() : SIZE_MAX),
+      large_threshold_(large_block_threshold()),
       large_(new LargeBlocks(&own_stats_)),
       observer_(audit_observer()) {}
 
@@ -31,7 +33,11 @@ thread_local void* t_unbound = nullptr;  // pinned by allocate_host_memory, not 
 }  // namespace
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_eager(size_t size) {
-  if (size >= large_threshold_) {
+  // Settle what waits on its copies first, as ATen processes its events before it searches.
+  if (C10_UNLIKELY(pending_.load(std::memory_order_relaxed) != 0)) {
+    process_pending();
+  }
+  if (C10_UNLIKELY(size > large_threshold_) && pins_exact_now()) {
     return allocate_large(size);
   }
   auto out = Base::allocate(size);
@@ -47,19 +53,24 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_eager(size_t size) {
   return out;
 }
 
+// Note [Large blocks]
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_large(size_t size) {
-  const size_t rounded = round_large(size);
-  if (PinBlock* block = large_->take(rounded)) {
-    return {block->ptr_, block};
+  const LargeBlocks::Take take = large_->take(round_large(size));
+  if (take.hit != nullptr) {
+    return {take.hit->ptr_, take.hit};
   }
-  auto block = std::make_unique<PinBlock>(rounded, /*pool=*/nullptr, /*large=*/true);
+  if (take.give_back != nullptr) {
+    c10::DataPtr released = take_raw(take.give_back->ptr_);  // unpinned before the next pin
+    delete take.give_back;
+  }
   give_back_idle_large(large_cache_limit());
+  auto block = std::make_unique<PinBlock>(take.pin_size, /*pool=*/nullptr, /*large=*/true);
   try {
-    block->ptr_ = allocate_raw(rounded, block.get());
+    block->ptr_ = allocate_raw(take.pin_size, block.get());
   } catch (const c10::Error&) {
     give_back_idle_large(0);
     native_->empty_cache();
-    block->ptr_ = allocate_raw(rounded, block.get());
+    block->ptr_ = allocate_raw(take.pin_size, block.get());
   }
   large_->add(block.get());
   return {block->ptr_, block.release()};
@@ -73,13 +84,24 @@ void PinPoolHostAllocatorImpl::give_back_idle_large(size_t keep_bytes) {
   }
 }
 
+// A large block with copies in flight waits as kAwaitingCopies (settle_eager_freed), so that
+// LargeBlocks holds only blocks it may hand out and never asks the runtime under its lock.
 void PinPoolHostAllocatorImpl::free_eager(PinBlock* block) {
-  block->set_state(BlockState::kFree);
-  if (block->large_) {
-    large_->put(block);
-  } else {
+  if (!block->large_) {
+    block->set_state(BlockState::kFree);
     Base::free(block);
+    return;
   }
+  UseFence fence(block);
+  if (fence.empty()) {
+    block->set_state(BlockState::kFree);
+    large_->put(block);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  block->set_state(BlockState::kAwaitingCopies);
+  pending_blocks_.emplace_back(block, std::move(fence));
+  update_pending_locked();
 }
 
 void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* block) {
@@ -122,9 +144,6 @@ PinBlock* PinPoolHostAllocatorImpl::find_block(const void* ptr) {
 }
 
 void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
-  if (C10_UNLIKELY(pending_.load(std::memory_order_relaxed) != 0)) {
-    process_pending();
-  }
   *ptr = allocate_raw(size, /*block=*/nullptr);
   t_unbound = *ptr;
 }
@@ -259,7 +278,7 @@ bool UseFence::record() {
 }
 
 void PinPoolHostAllocatorImpl::empty_cache() {
-  process_pending(/*wait=*/true);
+  process_pending(/*own_pass=*/true);
   Base::empty_cache();
   give_back_idle_large(0);  // their DataPtrs die before native's empty_cache
   native_->empty_cache();
@@ -299,6 +318,35 @@ void PinPoolHostAllocatorImpl::reset_peak_stats() {
   own_stats_.reset_peak();
 }
 
+// In the lock order (Note [Lock order]), each tried for a bounded time: a thread holding one may
+// wait on torch_npu's task queue, whose thread may need the GIL the forking thread holds. The
+// fork then goes on with the rest untaken, as it would without these handlers.
+std::array<std::mutex*, 4> PinPoolHostAllocatorImpl::fork_locks() {
+  return {&process_mutex_, &mutex_, &map_mutex_, &large_->mutex()};
+}
+
+void PinPoolHostAllocatorImpl::lock_for_fork() {
+  constexpr auto kTry = std::chrono::milliseconds(200);
+  fork_locked_ = 0;
+  for (std::mutex* lock : fork_locks()) {
+    const auto give_up = std::chrono::steady_clock::now() + kTry;
+    while (!lock->try_lock()) {
+      if (std::chrono::steady_clock::now() >= give_up) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    fork_locked_++;
+  }
+}
+
+void PinPoolHostAllocatorImpl::unlock_after_fork() {
+  const auto locks = fork_locks();
+  while (fork_locked_ > 0) {
+    locks[--fork_locked_]->unlock();
+  }
+}
+
 namespace {
 std::atomic<PinPoolHostAllocator*> g_allocator{nullptr};
 
@@ -324,9 +372,23 @@ std::mutex& activation_mutex() {
 }
 std::atomic<bool> g_registered{false};
 
+// Note [Forked children]: a fork happens with none of our locks held by another thread.
+void on_fork_prepare() {
+  if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    ours->impl().lock_for_fork();
+  }
+}
+
+void on_fork_parent() {
+  if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    ours->impl().unlock_after_fork();
+  }
+}
+
 void on_fork_child() {
   note_forked_child();
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    ours->impl().unlock_after_fork();
     ours->impl().forget_captures();
   }
 }
@@ -341,7 +403,7 @@ PinPoolHostAllocator* prepare_locked() {
               "torch_npu before activating torch_npu_pinpool.");
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
-  pthread_atfork(nullptr, nullptr, &on_fork_child);
+  pthread_atfork(&on_fork_prepare, &on_fork_parent, &on_fork_child);
   return ours;
 }
 }  // namespace
@@ -372,7 +434,6 @@ bool activate() {
     return false;
   }
   PinPoolHostAllocator* ours = prepare_locked();
-  configure_native_rounding();  // Note [Large blocks]
   // Priority 1 beats torch_npu's 0, also a later one (a second torch_npu load).
   at::setHostAllocator(at::kPrivateUse1, ours, /*priority=*/1);
   g_registered.store(true);

@@ -8,14 +8,16 @@
 //
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
-// With captures_underway_ == 0, allocate, free (of a kInUse default-pool block) and
-// record_event add one relaxed load to ATen's path. Everything else runs under mutex_; deferred
-// work (pending_) is picked up by allocate_host_memory, graph events, stats and empty_cache.
+// With captures_underway_ == 0, free (of a kInUse default-pool block) and record_event add one
+// relaxed load to ATen's path, allocate two (and a size compare). Everything else runs under
+// mutex_; deferred work (pending_) is picked up before every allocation (as ATen processes its
+// events), by graph events, stats and empty_cache.
 #pragma once
 
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/util/SmallVector.h>
 
+#include <array>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -81,7 +83,6 @@ struct GraphPool {
   MempoolId id{0, 0};           // {0, 0} until bound (pool=None on <= 2.10)
   c10::DeviceIndex device{-1};  // its graphs' capture device
   int graphs{0};                // capturing or alive
-  int unannounced{0};           // of which made without the Python hooks
   bool released{false};         // graphs reached 0: id free, blocks go back as they settle
   std::vector<std::vector<PinBlock*>> free_blocks{64};                 // by size index
   size_t blocks{0}, blocks_in_use{0}, bytes_held{0}, bytes_in_use{0};  // in use: tensor alive
@@ -144,6 +145,8 @@ class PinPoolHostAllocatorImpl final
   void reset_peak_stats();
   bool capture_underway() const { return captures_underway_.load(std::memory_order_relaxed) != 0; }
   void forget_captures() { captures_underway_.store(0); }  // Note [Forked children]
+  void lock_for_fork();      // pthread_atfork: the locks below, in order (bounded)
+  void unlock_after_fork();  // in the parent and in the child: those it took
 
   // capture_registry.cpp: Note [Graph handles]
   uint64_t graph_begin(MempoolId pool_id);
@@ -152,18 +155,21 @@ class PinPoolHostAllocatorImpl final
   // False if the graph died of it (Note [Capture that ended without telling the allocator]).
   bool capture_failed(uint64_t handle, bool at_end);
   void graph_replay(uint64_t handle);
-  bool graph_died(uint64_t handle);  // true: run process_pending() next, without the GIL
+  void graph_died(uint64_t handle);  // run process_pending() next, without the GIL
+  bool owns(const void* ptr) { return find_block(ptr) != nullptr; }  // any byte of a block
   // The graph capturing on `stream` keeps `blocks` and `state` for its replays; false if none.
   bool keep_for_replays(const Stream& stream, const std::vector<std::pair<void*, void*>>& blocks,
                         std::shared_ptr<void> state);
   void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter);
   void end_allocate_to_pool(MempoolId pool_id);
   void release_pool(MempoolId pool_id);
+  // Around torch_npu's reset() of a graph made through the hooks (Note [Releases without hooks]).
+  static void hooked_reset(bool entering);
 
   // graph_pools.cpp
   std::vector<PoolInfo> pool_info();
   const char* block_state(const void* ptr);  // null if no block of ours holds `ptr`
-  void process_pending(bool wait = false);   // wait: fence everything and wait (bounded)
+  void process_pending(bool own_pass = false);  // Note [Replay fences]; never waits
 
  private:
   void allocate_host_memory(size_t size, void** ptr) override;
@@ -214,10 +220,10 @@ class PinPoolHostAllocatorImpl final
   void unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
   void graph_replays_over_locked(CapturedGraph* graph, GivenBack& out);
   void update_pending_locked();
-  void process_pending_pass(Deadline deadline);
+  void process_pending_pass();
   void settle_eager_freed(GivenBack& out);
-  void pop_completed_fences(Deadline deadline, GivenBack& out);
-  void fence_dead_graphs(bool wait, GivenBack& out);
+  void retire_completed_fences(GivenBack& out);
+  void fence_dead_graphs(GivenBack& out);
 
   at::HostAllocator* const native_;    // our backing store
   const size_t large_threshold_;       // SIZE_MAX when large blocks are off
@@ -236,19 +242,27 @@ class PinPoolHostAllocatorImpl final
   std::atomic<int> captures_underway_{0};  // capturing_.size()
   std::atomic<int> pending_{0};            // unfenced_ + fences_ + pending_blocks_
 
-  // Guards what follows, the graphs' and pools' fields and PinBlock's graph fields; never held
-  // while taking the GIL or while a block map DataPtr dies.
+  // Note [Lock order]
+  // ~~~~~~~~~~~~~~~~~
+  // process_mutex_ -> mutex_ -> map_mutex_ -> LargeBlocks' -> OwnBlockStats' (leaf); a block's
+  // own mutex_ (its streams_) and ATen's are taken with none of these held, or as a leaf.
+  // lock_for_fork() takes the first four in this order (Note [Forked children]).
+  //
+  // mutex_ guards what follows, the graphs' and pools' fields and PinBlock's graph fields; never
+  // held while taking the GIL or while a block map DataPtr dies.
   std::mutex mutex_;
   uint64_t next_handle_{0};
   ska::flat_hash_map<uint64_t, CapturedGraph*> graphs_;  // announced, capturing or alive
   std::vector<CapturedGraph*> capturing_;
   std::vector<CapturedGraph*> unfenced_;  // dead, no fence recorded yet
-  std::deque<ReplayFence> fences_;        // in record order; changed in a pass only
+  std::deque<ReplayFence> fences_;        // in flight; erased from in a pass only
   std::vector<GraphPool*> pools_;         // every pool object, live or released, in creation order
   std::map<MempoolId, int> unmatched_releases_;                 // Note [Pools per device]
   std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;  // kAwaitingCopies
 
-  std::mutex process_mutex_;  // serializes process_pending(); fences_ is popped under it only
+  std::mutex process_mutex_;  // serializes process_pending(); fences_ is erased from under it only
+  std::array<std::mutex*, 4> fork_locks();
+  size_t fork_locked_{0};  // how many of fork_locks() lock_for_fork() holds
   std::atomic<bool> process_again_{false};
 };
 

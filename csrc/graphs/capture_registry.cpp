@@ -18,14 +18,14 @@ namespace torch_npu_pinpool {
 //   capture_end: graph_end(h, pool()); graph_end_failed(h)   replay: graph_replay(h)
 //   reset / GC: graph_died(h). A handle of a dead graph is ignored.
 // <= 2.10: graph_begin registers the capture (model_filter). >= 2.11: it announces the graph
-// and begin_allocate_to_pool attaches the pool; release_pool ends only unannounced graphs.
+// and begin_allocate_to_pool attaches the pool; release_pool ends only unannounced graphs
+// (Note [Releases without hooks]).
 //
 // Note [Pools per device]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // As torch_npu's device pools, a host pool is keyed (device, id): one id names an independent
 // pool on each device. The device is the current one, which torch_npu makes the capture device
-// in every hook but release_pool. That one names no device: when unannounced graphs of one id
-// span devices, none dies until as many release_pool calls as such graphs came, then all do.
+// in every hook but release_pool, which names no device (Note [Releases without hooks]).
 
 namespace {
 c10::DeviceIndex pool_hook_device() { return c10_npu::current_device(); }
@@ -127,9 +127,6 @@ void PinPoolHostAllocatorImpl::graph_dies_locked(CapturedGraph* graph,
     observer_->graph_died(graph->handle);
   }
   if (graph->pool != nullptr) {
-    if (!graph->announced) {
-      graph->pool->unannounced--;
-    }
     drop_pool_use_locked(graph->pool, released);
     graph->pool = nullptr;
   }
@@ -199,9 +196,6 @@ void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, Capture
     graph = new_graph_locked(/*announced=*/false);
   }
   graph->pool = pool;
-  if (!graph->announced) {
-    graph->pool->unannounced++;
-  }
   graph->pool->graphs++;
   resume_capture_locked(graph, std::move(filter));
 }
@@ -281,10 +275,12 @@ bool PinPoolHostAllocatorImpl::capture_failed(uint64_t handle, bool at_end) {
 // Note [Replay fences]
 // ~~~~~~~~~~~~~~~~~~~~
 // A dead graph's fence is an event on each stream it was replayed on (the capture device's
-// current stream; never a capturing one). A pass pops the completed fences of the queue
-// (fences_) until one deadline, then fences the graphs that died since with one event per stream,
-// only if it waits or none is in flight: a reset loop shares a fence. Late, never early.
-// graph_replay takes no lock for the (graph, stream) this thread noted last.
+// current stream; never a capturing one), recorded by the pass its death asks for: one event per
+// stream for the graphs that died since the last pass. A pass never waits (nor does
+// host_empty_cache(), as ATen's only queries its events): it retires every completed fence in
+// flight, on whichever stream, so a busy stream holds back only the graphs replayed on it; and a
+// synchronize() after a reset lets the next pass give the graph's blocks back. Late, never
+// early. graph_replay takes no lock for the (graph, stream) this thread noted last.
 namespace {
 struct NotedReplay {
   uint64_t handle{0};
@@ -311,49 +307,50 @@ void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
   }
 }
 
-bool PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
+void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
   std::vector<c10::DataPtr> released;  // dies after the lock
   std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
-  if (graph == nullptr) {
-    return false;
+  if (CapturedGraph* graph = graph_locked(handle)) {
+    graph_dies_locked(graph, released);
   }
-  graph_dies_locked(graph, released);
-  return fences_.empty();  // no fence in flight: fence it now
 }
 
-// On every NPUGraph::reset (>= 2.11); with announced graphs only it walks no graph.
+// Note [Releases without hooks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu's reset() (>= 2.11; its destructor too) calls release_pool(id), naming no graph. A
+// graph made through the hooks dies by graph_died alone (its reset hook, or its __del__), and
+// the release_pool inside that reset runs within hooked_reset(), which it ignores. Any other
+// release_pool is one unannounced graph's (begun by begin_allocate_to_pool with no graph_begin
+// before it), and nothing says which: the id's unannounced graphs die together once as many
+// such releases came as there are of them (native keeps a pool's blocks until its last graph's
+// release, too). So no reset frees the blocks of a graph that may still replay.
+namespace {
+thread_local int t_hooked_resets = 0;
+}  // namespace
+
+void PinPoolHostAllocatorImpl::hooked_reset(bool entering) { t_hooked_resets += entering ? 1 : -1; }
+
 void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
+  if (t_hooked_resets > 0) {
+    return;  // a hooked graph's: graph_died follows
+  }
   {
     std::vector<c10::DataPtr> released;  // dies after the lock
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<GraphPool*> owners;  // the id's pools with unannounced graphs
-    for (GraphPool* pool : pools_) {
-      if (pool->named(pool_id) && pool->unannounced > 0) {
-        owners.push_back(pool);
-      }
-    }
-    if (owners.empty()) {
-      return;
-    }
-    std::vector<CapturedGraph*> alive;  // unannounced graphs of the id
+    std::vector<CapturedGraph*> alive;  // unannounced graphs of the id, on any device
     for (auto& [handle, graph] : graphs_) {
       if (!graph->announced && graph->state == CapturedGraph::State::kAlive &&
-          std::find(owners.begin(), owners.end(), graph->pool) != owners.end()) {
+          graph->pool != nullptr && graph->pool->named(pool_id)) {
         alive.push_back(graph);
       }
     }
-    if (alive.empty()) {
-      // release_pool ends no capture
-    } else if (std::all_of(alive.begin(), alive.end(), [&](const CapturedGraph* graph) {
-                 return graph->pool == alive.front()->pool;
-               })) {
-      graph_dies_locked(alive.front(), released);  // one device: any of them
-    } else if (static_cast<size_t>(++unmatched_releases_[pool_id]) >= alive.size()) {
-      unmatched_releases_.erase(pool_id);
-      for (CapturedGraph* graph : alive) {
-        graph_dies_locked(graph, released);
-      }
+    if (alive.empty() ||  // release_pool ends no capture
+        static_cast<size_t>(++unmatched_releases_[pool_id]) < alive.size()) {
+      return;
+    }
+    unmatched_releases_.erase(pool_id);
+    for (CapturedGraph* graph : alive) {
+      graph_dies_locked(graph, released);
     }
   }
   process_pending();

@@ -75,9 +75,10 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
 }
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& pool, size_t size) {
-  // Large blocks are page-rounded (Note [Large blocks]): a bucket's blocks may be too small.
-  const size_t rounded =
-      size >= large_threshold_ ? round_large(size) : c10::llvm::PowerOf2Ceil(size);
+  // Large blocks are page-rounded (Note [Exact backing store]): a bucket's may be too small.
+  const size_t rounded = size > large_threshold_ && pins_exact_now()
+                             ? round_large(size)
+                             : c10::llvm::PowerOf2Ceil(size);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& free_list = pool.free_blocks[size_index(rounded)];
@@ -212,22 +213,20 @@ void PinPoolHostAllocatorImpl::update_pending_locked() {
 }
 
 // Never skipped: a caller that finds another thread inside leaves process_again_ set for it.
-void PinPoolHostAllocatorImpl::process_pending(bool wait) {
+// own_pass (empty_cache): it waits for that thread, whose pass never waits, and is sure that a
+// pass began after its call.
+void PinPoolHostAllocatorImpl::process_pending(bool own_pass) {
   process_again_.store(true);
   for (;;) {
     std::unique_lock<std::mutex> serial(process_mutex_, std::defer_lock);
-    if (wait) {
+    if (own_pass) {
       serial.lock();
+      own_pass = false;
     } else if (!serial.try_lock()) {
       return;
     }
-    if (wait) {  // this caller's own pass, even if another thread consumed the request
-      process_again_.store(false);
-      process_pending_pass(fence_wait_deadline());
-      wait = false;
-    }
     while (process_again_.exchange(false)) {
-      process_pending_pass(no_wait());
+      process_pending_pass();
     }
     serial.unlock();
     if (!process_again_.load()) {
@@ -236,13 +235,12 @@ void PinPoolHostAllocatorImpl::process_pending(bool wait) {
   }
 }
 
-// One pass, one deadline (Note [Replay fences]).
-void PinPoolHostAllocatorImpl::process_pending_pass(Deadline deadline) {
+// One pass (Note [Replay fences]): it asks the runtime, and waits for nothing.
+void PinPoolHostAllocatorImpl::process_pending_pass() {
   GivenBack out;  // dies last, with no lock of ours held
   settle_eager_freed(out);
-  pop_completed_fences(deadline, out);
-  fence_dead_graphs(/*wait=*/deadline != no_wait(), out);
-  pop_completed_fences(deadline, out);
+  fence_dead_graphs(out);
+  retire_completed_fences(out);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     update_pending_locked();
@@ -269,37 +267,43 @@ void PinPoolHostAllocatorImpl::settle_eager_freed(GivenBack& out) {
                          std::make_move_iterator(settled));
 }
 
-// Only this thread (process_mutex_) pops fences_: its front stays put while waited for.
-void PinPoolHostAllocatorImpl::pop_completed_fences(Deadline deadline, GivenBack& out) {
-  for (;;) {
-    ReplayFence* front = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (fences_.empty()) {
-        return;
-      }
-      front = &fences_.front();
-    }
-    if (!wait_event(front->event, deadline)) {
-      return;
-    }
+// Every completed fence, in any order; queried unlocked. Only a pass (process_mutex_) erases
+// from fences_, and others only append, which moves no element.
+void PinPoolHostAllocatorImpl::retire_completed_fences(GivenBack& out) {
+  std::vector<ReplayFence*> in_flight;
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (CapturedGraph* graph : front->graphs) {
+    for (ReplayFence& fence : fences_) {
+      in_flight.push_back(&fence);
+    }
+  }
+  std::vector<ReplayFence*> completed;
+  for (ReplayFence* fence : in_flight) {
+    if (event_done(fence->event)) {
+      completed.push_back(fence);
+    }
+  }
+  if (completed.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (ReplayFence* fence : completed) {
+    for (CapturedGraph* graph : fence->graphs) {
       if (--graph->fences_left == 0) {
         graph_replays_over_locked(graph, out);
       }
     }
-    fences_.pop_front();
+    fence->event.reset();  // marks it retired
   }
+  fences_.erase(std::remove_if(fences_.begin(), fences_.end(),
+                               [](const ReplayFence& fence) { return fence.event == nullptr; }),
+                fences_.end());
 }
 
-void PinPoolHostAllocatorImpl::fence_dead_graphs(bool wait, GivenBack& out) {
+void PinPoolHostAllocatorImpl::fence_dead_graphs(GivenBack& out) {
   std::vector<CapturedGraph*> dead;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!wait && !fences_.empty()) {
-      return;
-    }
     dead.swap(unfenced_);
   }
   if (dead.empty()) {

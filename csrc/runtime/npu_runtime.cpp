@@ -9,12 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <thread>
 
 namespace torch_npu_pinpool {
 namespace {
-
-constexpr auto kFenceWaitLimit = std::chrono::seconds(5);
 
 // Leaked: events may be dropped during exit.
 struct EventFreeList {
@@ -135,27 +132,6 @@ bool events_done(std::vector<Event>& events) {
     events.pop_back();
   }
   return events.empty();
-}
-
-Deadline fence_wait_deadline() { return std::chrono::steady_clock::now() + kFenceWaitLimit; }
-
-// Polling, not NPUEvent::synchronize(): the record may still sit in torch_npu's task queue.
-bool wait_event(Event& event, Deadline deadline) {
-  auto pause = std::chrono::microseconds(20);
-  while (!event_done(event)) {
-    if (deadline == no_wait()) {
-      return false;  // without reading the clock
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      TORCH_WARN_ONCE("torch_npu_pinpool: a graph's replay fence did not complete within ",
-                      kFenceWaitLimit.count(),
-                      " s; its pinned memory is given back by a later call.");
-      return false;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
-  }
-  return true;
 }
 
 }  // namespace torch_npu_pinpool

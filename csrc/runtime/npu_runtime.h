@@ -47,7 +47,9 @@ int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg);
 // ~~~~~~~~~~~~~~~~~~~~~~
 // A forked child cannot use the runtime and runs none of the parent's device work. After
 // note_forked_child (a pthread_atfork handler) the runtime counts as down: no stream captures,
-// every event is complete, and the inherited graph state is left (leaked) as it was.
+// every event is complete, and the inherited graph state is left (leaked) as it was. The
+// allocator's locks are taken around fork() (lock_for_fork), so that no thread the child lacks
+// holds one.
 void note_forked_child();
 
 // False while the process exits and in a forked child.
@@ -62,10 +64,5 @@ bool event_done(Event& event);
 // Drops the completed events from the back; true when none is left.
 bool events_done(std::vector<Event>& events);
 
-// When a wait gives up: one per pass, however many fences. no_wait() has already passed.
-using Deadline = std::chrono::steady_clock::time_point;
-inline Deadline no_wait() { return Deadline::min(); }
-Deadline fence_wait_deadline();  // now + 5 s: a wedged runtime must not hang empty_cache
-bool wait_event(Event& event, Deadline deadline);  // polls event_done until `deadline`
 
 }  // namespace torch_npu_pinpool

@@ -18,6 +18,10 @@
 // begin_allocate_to_pool / end_allocate_to_pool / release_pool (Note [Why our own pools]).
 #define PINPOOL_HAS_ATEN_HOST_POOLS PINPOOL_TORCH_AT_LEAST(2, 11)
 
+// 2.13: c10's allocator config has pinned_max_round_threshold / pinned_max_cached_size, which
+// let torch_npu pin a large request exactly (Note [Exact backing store]).
+#define PINPOOL_HAS_PINNED_LIMITS PINPOOL_TORCH_AT_LEAST(2, 13)
+
 // torch_npu >= 2.14 refuses a capture itself while pin_memory_expandable_segments is in effect.
 #define PINPOOL_NPU_REFUSES_EXPANDABLE_CAPTURE PINPOOL_TORCH_AT_LEAST(2, 14)
 

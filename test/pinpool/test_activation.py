@@ -59,3 +59,21 @@ def test_report_asked_of_a_build_without_the_audit_names_the_fix(scenario):
     assert len(o["warnings"]) == 1, o["warnings"]
     for message in (o["warnings"][0], o["report"]):
         assert "compiled out" in message and "pip install --force-reinstall" in message, message
+
+
+USER_CONF = "max_split_size_mb:64,garbage_collection_threshold:0.6"
+
+
+@pytest.mark.parametrize("order", ["autoload", "import_first", "after_device"])
+def test_user_allocator_settings_untouched(scenario, order):
+    """Activation at any time leaves the user's allocator settings as torch_npu alone has them
+    (issue #47): c10's settings string, and the device allocator's behaviour (a 256 MiB block
+    above max_split_size_mb:64 is an oversize allocation), plugin on against off."""
+    env = {"PYTORCH_NPU_ALLOC_CONF": USER_CONF, "SETTINGS_ORDER": order}
+    if order == "autoload":
+        env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="1", SETTINGS_ORDER="import_first")
+    ours = scenario("allocator_settings", env=env).result
+    native = scenario("allocator_settings", env={**env, "TORCH_NPU_PINPOOL": "0"}).result
+    assert ours.pop("active") and not native.pop("active"), (ours, native)
+    assert ours == native
+    assert native["oversize_allocations"] > 0, native  # the test can see the user's setting

@@ -26,9 +26,47 @@ EXPECTED = [
     ("eager: captured copy", "graph_used"),
     ("eager: graph gone, tensor alive", "in_use"),  # graph_used -> in_use
     ("eager: tensor freed", "free"),  # in_use -> free (ATen's fast path)
+    ("eager: pinned for a capture", "in_use"),
     ("eager: freed in a capture after an eager copy", "awaiting_copies"),  # in_use -> awaiting
     ("eager: eager copy ran", "free"),  # awaiting_copies -> free
+    ("large: pinned", "in_use"),
+    ("large: freed after an eager copy", "awaiting_copies"),  # in_use -> awaiting (large)
+    ("large: eager copy ran", "free"),  # awaiting_copies -> free
 ]
+# Without c10's pinned limits (torch < 2.13) a 40 MiB block is a default-pool one: ATen's path.
+EXPECTED_ATEN_LARGE = {"large: freed after an eager copy": "free", "large: eager copy ran": "free"}
+
+
+def _large_path() -> bool:
+    return pair() >= (2, 13)
+
+
+def _expected() -> list[tuple[str, str]]:
+    if _large_path():
+        return EXPECTED
+    return [(step, EXPECTED_ATEN_LARGE.get(step, state)) for step, state in EXPECTED]
+
+
+def _diagram_moves() -> set[tuple[str, str]]:
+    """The moves docs/design.md's table under the block-state drawing lists."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "design.md")
+    with open(path) as f:
+        text = f.read()
+    table = text[text.index("| from | to | when |") :].split("\n\n")[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:]]
+    return {(a.strip(), b.strip()) for a, b in rows}
+
+
+def _walked_moves(steps: list[dict]) -> set[tuple[str, str]]:
+    """Moves one block made between two consecutive steps of one walk."""
+    moves = set()
+    for a, b in zip(steps, steps[1:]):
+        same_walk = a["step"].split(":")[0] == b["step"].split(":")[0]
+        if same_walk and a["ptr"] == b["ptr"] and a["state"] != b["state"]:
+            moves.add((a["state"], b["state"]))
+    return moves
 
 
 def _walk(scenario, plugin: bool) -> tuple[dict[str, dict], int]:
@@ -38,9 +76,15 @@ def _walk(scenario, plugin: bool) -> tuple[dict[str, dict], int]:
     return steps, o["block"]
 
 
+def test_the_walk_makes_exactly_the_diagrams_moves(scenario):
+    """Every move docs/design.md's table lists is walked, and no other move happens."""
+    o = scenario("block_states", env=env_for(True)).result
+    assert _walked_moves(o["steps"]) == _diagram_moves()
+
+
 def test_every_move_of_the_block_state_diagram(scenario):
     steps, block = _walk(scenario, True)
-    assert [(name, s["state"]) for name, s in steps.items()] == EXPECTED
+    assert [(name, s["state"]) for name, s in steps.items()] == _expected()
     assert steps["pool: next capture pins"]["same_block"], "the pool's free block is reused"
     # Bytes held and in use: a graph-owned block is held, not in use; its pool keeps it free.
     freed, used = steps["pool: tensor freed"], steps["pool: captured copy"]
@@ -75,5 +119,6 @@ def test_the_walk_delivers_every_byte(scenario, plugin):
     assert steps["default: replayed"]["delivered"] == [2.0]
     assert steps["eager: graph gone, tensor alive"]["delivered"] == [4.0]
     assert steps["eager: eager copy ran"]["delivered_eager"] == [5.0]
+    assert steps["large: eager copy ran"]["delivered_eager"] == [6]
     if not plugin:
         assert {s["state"] for s in steps.values()} == {None}

@@ -60,18 +60,19 @@ def test_runtime_pins_per_request_never_above_native(scenario):
 
 
 @pytest.mark.simulator
-@BOTH
-def test_host_empty_cache_waits_once_for_a_stuck_fence(scenario, plugin):
-    """100 dead graphs behind one stuck fence: host_empty_cache() returns within its deadline
-    (5 s) plus slack, the replays deliver, and the graphs' blocks come back once it completed."""
-    env = _env(plugin, PINPOOL_GRAPHS=100)
-    r = scenario("stuck_fence_empty_cache", env=env, timeout=300).result
-    assert r["first_call_s"] < 5.0 + 2.0, r
-    if plugin:  # natively the temporaries freed in the captures are reused (2.10: by the next
-        # capture; >= 2.11 keeps a capture's stream-used blocks until exit instead)
-        assert r["wrong"] == [], r
-        assert r["held_stuck"] > r["baseline"], r  # held while the replays may still run
-        assert r["held_after"] == r["baseline"], r
+def test_host_empty_cache_blocks_no_longer_than_native_behind_a_stuck_fence(scenario):
+    """100 dead graphs behind one stuck fence: host_empty_cache() blocks no longer than
+    torch_npu's own (which only queries its events; issue #47: it waited up to 5 s), the replays
+    deliver, and the graphs' blocks come back once the fence completed."""
+    ours = scenario("stuck_fence_empty_cache", env=_env(True, PINPOOL_GRAPHS=100), timeout=300)
+    native = scenario("stuck_fence_empty_cache", env=_env(False, PINPOOL_GRAPHS=100), timeout=300)
+    r = ours.result
+    assert r["first_call_s"] <= native.result["first_call_s"] + 0.5, (r, native.result)
+    # Natively the temporaries freed in the captures are reused (2.10: by the next capture;
+    # >= 2.11 keeps a capture's stream-used blocks until exit instead).
+    assert r["wrong"] == [], r
+    assert r["held_stuck"] > r["baseline"], r  # held while the replays may still run
+    assert r["held_after"] == r["baseline"], r
 
 
 def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
@@ -97,6 +98,22 @@ def test_forked_child_neither_hangs_nor_calls_the_runtime(scenario, plugin):
     assert o["values"] == [4.0] and o["graph"] == [2.0], o
     if plugin:
         native = scenario("fork_child", env=_env(False)).result
+        assert o["child"] == native["child"], (o, native)
+
+
+@BOTH
+def test_fork_while_another_thread_empties_the_cache(scenario, plugin):
+    """A fork while another thread keeps calling host_empty_cache() behind a dead graph's queued
+    replay: the child's own calls (host_empty_cache() included) return as natively (issue #47:
+    host_empty_cache() waited for such replays holding a lock a child would block on)."""
+    if under_thread_sanitizer():
+        pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
+    env = _env(plugin, FORK_BUSY=1, CHILD_TIMEOUT_S=30)
+    o = scenario("fork_child", env=env, timeout=300).result
+    assert o["status"] == 0, o
+    assert o["values"] == [4.0] and o["graph"] == [2.0], o
+    if plugin:
+        native = scenario("fork_child", env=_env(False, FORK_BUSY=1, CHILD_TIMEOUT_S=30)).result
         assert o["child"] == native["child"], (o, native)
 
 

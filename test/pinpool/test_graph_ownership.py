@@ -202,3 +202,16 @@ def test_captures_in_turn_share_a_buffer(scenario, plugin, end):
     if plugin:
         assert o["replay_b"] == [5.0], o
         assert o["held_after"] == o["baseline"], o
+
+
+@ON_OFF
+@ENDS
+def test_reset_beside_a_hookless_graph_frees_only_its_own(scenario, plugin, end):
+    """A graph captured without the Python hooks and an ordinary one share a pool; the ordinary
+    one is reset (or collected): the hookless graph's replays still read its own input, plugin
+    and native alike (issue #47; before, the plugin's release_pool ended the hookless graph)."""
+    if not native_pools():
+        pytest.skip("torch_npu <= 2.10 calls no host-allocator pool hook")
+    how = "reset" if end == "reset" else "collect"
+    r = scenario("hookless_graph_reset", env=env_for(plugin, RESET_HOW=how)).result
+    assert r["rounds"] == [[1.0]] * 3, r

@@ -110,3 +110,21 @@ def test_copy_guard_off_leaves_torch_npus_error(scenario, direction):
     assert o["error"] is not None
     assert o["reset"] is True
     assert not any(o["capturing"])
+
+
+@ON_OFF
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_view_of_memory_pinned_before_activation_is_refused(scenario, plugin, direction):
+    """A non-contiguous view of a block torch_npu pinned before the plugin activated: no graph
+    could keep that block alive for the gather each replay runs, so the capture is refused, as
+    torch_npu alone refuses it (issue #47: the plugin captured it, and replays read freed
+    memory once the base was gone). The capture ends, the graph resets, eager work goes on."""
+    o = _run(scenario, plugin, direction, "strided", VIEW_BASE="before_activation")
+    _eager_right(o, direction)
+    assert o["error"] is not None, o
+    assert o["reset"] is True
+    assert not any(o["capturing"]), "a capture registration was left behind"
+    if plugin and pair() >= (2, 10):
+        assert "did not allocate" in o["error"] and "Nothing was enqueued" in o["error"], o
+        assert o["eager_after"] == [2.0]
+        assert o["held_after"] == o["baseline"], o

@@ -13,6 +13,8 @@ Walks:
             an eager copy from it queued) -> graph_owned (the copy ran) -> free (ATen's free path)
   eager     graph_used -> in_use (its graph goes, its tensor lives) -> free; and in_use ->
             awaiting_copies (freed inside a capture after an eager copy) -> free
+  large     a large block freed after an eager copy: in_use -> awaiting_copies -> free where
+            the large path runs (torch >= 2.13), else in_use -> free (ATen's free path)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch_npu_pinpool
 
 N = 1024
 BYTES = 4 * N
+LARGE = 40 << 20  # a large block (Note [Large blocks])
 steps: list[dict] = []
 
 
@@ -35,6 +38,7 @@ def note(step: str, ptr: int, **facts) -> None:
         dict(
             facts,
             step=step,
+            ptr=ptr,
             state=state,
             held=held_bytes(),
             in_use=in_use_bytes(),
@@ -126,6 +130,7 @@ del h
 note("eager: tensor freed", ptr)
 h = pinned(5.0)
 ptr = h.data_ptr()
+note("eager: pinned for a capture", ptr)
 d_eager.copy_(h, non_blocking=True)
 g = torch.npu.NPUGraph()
 g.capture_begin()  # a capture underway: the free takes the slow path
@@ -136,4 +141,17 @@ g.capture_end()
 settle()
 note("eager: eager copy ran", ptr, delivered_eager=values(d_eager))
 g.reset()
+
+# --- large: in_use -> awaiting_copies -> free (Note [Large blocks]; torch >= 2.13, else a
+# default-pool block: in_use -> free, ATen holding it until its copy's event completes)
+big = torch.empty(LARGE, dtype=torch.uint8, pin_memory=True)
+ptr = big.data_ptr()
+big.fill_(6)
+note("large: pinned", ptr)
+d_big = torch.empty(LARGE, dtype=torch.uint8, device="npu")
+d_big.copy_(big, non_blocking=True)
+del big
+note("large: freed after an eager copy", ptr)
+settle()
+note("large: eager copy ran", ptr, delivered_eager=values(d_big[-16:]))
 report({"steps": steps, "block": BYTES})

@@ -1,8 +1,9 @@
 """Scenario: a process forked after pinned memory was used (issue #33: Note [Forked children]).
 
 The parent pins a tensor, copies from it (so its block has a stream use), captures and replays
-a graph that reads a pinned buffer, then forks. The child frees the inherited tensors, tries a
-pin_memory() and host_memory_stats(), and exits; it must neither hang nor crash. Then the
+a graph that reads a pinned buffer, then forks (FORK_BUSY=1: while another thread keeps calling
+host_empty_cache()). The child frees the inherited tensors, tries a pin_memory(),
+host_memory_stats() and host_empty_cache(), and exits; it must neither hang nor crash. Then the
 parent pins, copies and replays again. Reports the child's exit status (None: it hung and was
 killed after CHILD_TIMEOUT_S), what each call in the child gave ("ok" or the exception's type),
 and the parent's values after the fork.
@@ -10,8 +11,10 @@ and the parent's values after the fork.
 
 import json
 import os
+import threading
 import time
 
+import simctl
 from scenario import N, env_int, pinned, report, side_stream, torch, values
 
 import torch_npu_pinpool
@@ -28,6 +31,28 @@ with torch.npu.graph(g):
 g.replay()
 torch.npu.synchronize()
 
+# FORK_BUSY=1: another thread keeps calling host_empty_cache() and pinning while the fork
+# happens, behind a dead graph whose replay is still queued (the simulator's task delay), so
+# that the allocator's locks are often held at the fork (issue #47).
+busy_stop = threading.Event()
+if os.environ.get("FORK_BUSY") == "1":
+    dead = torch.npu.NPUGraph()
+    with torch.npu.graph(dead):
+        graph_dev.add_(1.0)
+    if simctl.available():
+        simctl.set_delay_us(2_000_000)
+    dead.replay()
+    dead.reset()
+
+    def busy() -> None:
+        while not busy_stop.is_set():
+            torch_npu_pinpool.host_empty_cache()
+            pinned(5.0)
+
+    busy_thread = threading.Thread(target=busy, daemon=True)
+    busy_thread.start()
+    time.sleep(0.2)
+
 
 def child_calls() -> dict[str, str]:
     out = {}
@@ -35,6 +60,7 @@ def child_calls() -> dict[str, str]:
         ("free", lambda: globals().pop("kept")),
         ("pin", lambda: pinned(3.0)),
         ("stats", lambda: torch_npu_pinpool.host_memory_stats()),
+        ("empty_cache", lambda: torch_npu_pinpool.host_empty_cache()),
     ]:
         try:
             call()
@@ -68,6 +94,11 @@ if status is None:
     os.kill(pid, 9)
     os.waitpid(pid, 0)
 child = json.loads(os.read(read_end, 1 << 16) or b"{}")
+busy_stop.set()
+if os.environ.get("FORK_BUSY") == "1":
+    busy_thread.join()
+    if simctl.available():
+        simctl.set_delay_us(0)
 
 # The parent goes on: a fresh pin, a copy, a replay.
 fresh = pinned(4.0)

@@ -7,6 +7,7 @@ The base is a pinned (4, 256) float32 tensor; the view (VIEW_KIND) is one of
   offset      base[1:3]                 contiguous, at an offset into its block
   negview     torch._neg_view(base)[:, ::2]   H2D only: non-contiguous, with the negative bit
 COPY_DIR: h2d (dev.copy_(view, non_blocking=True)) or d2h (view.copy_(dev, non_blocking=True)).
+VIEW_BASE=before_activation: the base is pinned by torch_npu before the plugin is imported.
 
 Reports the eager copy's result (before any capture), the capture's error (or None), whether the
 capture ran the copy at capture time, then for each of three replays whether the copy moved the
@@ -18,13 +19,20 @@ still runs, and the pinned bytes held after reset + host_empty_cache() beside th
 
 import os
 
-from scenario import held_bytes, report, reset_after_failed_capture, side_stream, torch
+import torch
+import torch_npu  # noqa: F401
 
-import torch_npu_pinpool
+SENTINEL = -5.0
+# VIEW_BASE=before_activation: the base is pinned by torch_npu before the plugin activates.
+early_base = None
+if os.environ.get("VIEW_BASE") == "before_activation":
+    early_base = torch.full((4, 256), SENTINEL).pin_memory()
+from scenario import held_bytes, report, reset_after_failed_capture, side_stream  # noqa: E402
+
+import torch_npu_pinpool  # noqa: E402
 
 KIND = os.environ.get("VIEW_KIND", "strided")
 DIRECTION = os.environ.get("COPY_DIR", "h2d")
-SENTINEL = -5.0
 
 
 def view_of(base: torch.Tensor) -> torch.Tensor:
@@ -49,7 +57,8 @@ def pattern(k: int, like: torch.Tensor) -> torch.Tensor:
 side_stream()
 torch_npu_pinpool.host_empty_cache()
 baseline = held_bytes()
-base = torch.full((4, 256), SENTINEL).pin_memory()
+base = torch.full((4, 256), SENTINEL).pin_memory() if early_base is None else early_base
+del early_base
 view = view_of(base)
 shape = (4, 128) if KIND == "broadcast" else tuple(view.shape)
 dev = torch.zeros(shape, device="npu")

@@ -1,6 +1,6 @@
-"""host_empty_cache() with many dead graphs behind one stuck fence (issue #33): it waits once,
-up to its deadline (5 s in all), however many graphs that fence covers, and their blocks come
-back on a later call once the fence completed.
+"""host_empty_cache() with many dead graphs behind one stuck fence (issues #33, #47): it waits for
+none of them (torch_npu's own only queries its events), and their blocks come back on a later
+call once the fence completed.
 
 Each of PINPOOL_GRAPHS graphs (default 8) copies its own pinned temporary, pinned and freed in
 its capture. The graphs are replayed, then a slow task (the simulator's task delay, STUCK_S

@@ -5,7 +5,8 @@ A program is a JSON-serialisable dict::
     {"seed": 7, "theme": "sizes", "activation": "import" | "late", "alloc_conf": str | None,
      "delay_us": int, "steps": [step, ...]}
 
-``activation: "late"`` runs the steps before the ``activate`` step with torch_npu's own
+A hand-written program (regressions/*.json) may add ``doc`` and ``checks`` (the checks it is
+about). ``activation: "late"`` runs the steps before the ``activate`` step with torch_npu's own
 allocator and imports the plugin there; ``alloc_conf`` is PYTORCH_NPU_ALLOC_CONF for the whole
 process (such programs run alone in their process). ``delay_us`` is the simulator's task delay
 (copies stay queued while the host runs on, so fences matter).

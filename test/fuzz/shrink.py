@@ -144,26 +144,26 @@ def _bytes(program: Program) -> int:
 REPRO = '''#!/usr/bin/env python
 """Reproducer written by test/fuzz (issue 47's differential fuzzer).
 
-Seed {seed}, check {check}: {message}
+Seed @SEED@, check @CHECK@: @MESSAGE@
 
 Runs the program below with the plugin and natively (TORCH_NPU_PINPOOL=0), each in a fresh
 interpreter through test/fuzz/runner.py, and prints the difference; exit 1 while it fails.
 Run it in a simulator env with the plugin importable, from anywhere:
 
-    source ci/sim-env.sh PAIR && python {path}
+    source ci/sim-env.sh PAIR && python @PATH@
 
-The program ({nsteps} steps; test/fuzz/program.py says what each step does):
+The program (@NSTEPS@ steps; test/fuzz/program.py says what each step does):
 
-{listing}
+@LISTING@
 """
 
 import json
 import os
 import sys
 
-REPO = {repo!r}
-PROGRAM = json.loads({program!r})
-CHECK = {check!r}
+REPO = @REPO@
+PROGRAM = json.loads(@PROGRAM@)
+CHECK = @CHECKREPR@
 
 sys.path.insert(0, os.path.join(REPO, "test"))
 from fuzz import compare, execute  # noqa: E402
@@ -173,15 +173,21 @@ verdict, failures = compare.compare(PROGRAM, plugin, native)
 if note:
     print(note)
 if plugin and native:
-    print(f"{{'step':>4}}  {{'op':<12}} {{'pins plugin/native':>18}}  {{'MiB plugin/native':>20}}")
+    print("step  op           pins plugin / native   MiB pinned plugin / native")
     for i, (p, n) in enumerate(zip(plugin["steps"], native["steps"])):
-        print(f"{{i:4d}}  {{p['op']:<12}} {{p['pins']:>8}} / {{n['pins']:<8}}  "
-              f"{{p['bytes'] / 2**20:>9.1f} / {{n['bytes'] / 2**20:<9.1f}}"
-              + (f"  plugin error {{p['err']}}" if 'err' in p else "")
-              + (f"  native error {{n['err']}}" if 'err' in n else ""))
-print(f"verdict: {{verdict}}")
+        line = "%4d  %-12s %8d / %-8d %12.1f / %-10.1f" % (
+            i, p["op"], p["pins"], n["pins"], p["bytes"] / 2**20, n["bytes"] / 2**20)
+        for who, obs in (("plugin", p), ("native", n)):
+            if "err" in obs:
+                line += "  %s error %s" % (who, obs["err"])
+        print(line)
+    for p, n in zip(plugin["copies"], native["copies"]):
+        if p["got"] != [p["expect"]] or n["got"] != [n["expect"]]:
+            print("copy at step %d (%s): written %d, plugin delivered %s, native %s"
+                  % (p["step"], p["what"], p["expect"], p["got"], n["got"]))
+print("verdict:", verdict)
 for f in failures:
-    print(f"  {{f}}")
+    print("  ", f)
 sys.exit(1 if any(f.check == CHECK for f in failures) else 0)
 '''
 
@@ -189,21 +195,26 @@ sys.exit(1 if any(f.check == CHECK for f in failures) else 0)
 def write_reproducer(
     program: Program, check: str, message: str, out_dir: str | None = None
 ) -> str:
-    """Write the reproducer script; returns its path."""
+    """Write the reproducer script (and the program as JSON beside it); returns its path."""
     out_dir = out_dir or os.path.join(REPO, "build", "fuzz")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"repro_{program.get('seed', 'x')}_{check}.py")
+    with open(path[: -len(".py")] + ".json", "w") as f:
+        json.dump(program, f, indent=1)
     listing = "\n".join("    " + line for line in show(program).splitlines())
-    text = REPRO.format(
-        seed=program.get("seed"),
-        check=check,
-        message=message.replace('"""', "'''"),
-        path=os.path.relpath(path, REPO),
-        nsteps=len(program["steps"]),
-        listing=listing,
-        repo=REPO,
-        program=json.dumps(program),
-    )
+    text = REPRO
+    for key, value in (
+        ("@SEED@", str(program.get("seed"))),
+        ("@CHECKREPR@", repr(check)),
+        ("@CHECK@", check),
+        ("@MESSAGE@", message.replace('"""', "'''").replace("\\", "/")),
+        ("@PATH@", os.path.relpath(path, REPO)),
+        ("@NSTEPS@", str(len(program["steps"]))),
+        ("@LISTING@", listing),
+        ("@REPO@", repr(REPO)),
+        ("@PROGRAM@", repr(json.dumps(program))),
+    ):
+        text = text.replace(key, value)
     with open(path, "w") as f:
         f.write(text)
     os.chmod(path, 0o755)

@@ -359,6 +359,13 @@ def _theme_graphs(g: _Gen) -> None:
         g.reset(b)
         if rng.random() < 0.5:
             g.empty_cache()
+        if rng.random() < 0.7:
+            # the survivor's block, if given back, goes to the next pin of its size
+            survivor = next(s for s in g.steps if s.get("gid") == a and s["op"] == "capture")
+            for _ in range(rng.randint(1, 3)):
+                g.pin(survivor["nbytes"])
+            g.replay(a)
+            g.sync()
     while not g.full():
         r = rng.random()
         if r < 0.45:

@@ -55,7 +55,7 @@ def _torch_has_pinned_limits() -> bool:
 KEPT_SEEDS = {
     "seed6_near_threshold": (6, ["pinned_bytes"]),
     "seed12_growing": (12, ["pins", "pinned_bytes"]),
-    "seed30_three_large": (30, ["pinned_bytes"]),
+    "seed48_three_large": (48, ["pinned_bytes"]),
     "seed14_hookless_graph_reset": (14, ["bytes_delivered"]),
     "seed5_late_activation": (5, ["settings", "device_oversize"]),
 }
@@ -69,7 +69,7 @@ XFAIL_ISSUE_47 = {
     "hookless_graph_reset": (lambda: _npu_version() >= (2, 11), "bytes_delivered"),
     "seed6_near_threshold": (lambda: True, "pinned_bytes"),
     "seed12_growing": (lambda: True, "pins, pinned_bytes"),
-    "seed30_three_large": (lambda: True, "pinned_bytes"),
+    "seed48_three_large": (lambda: True, "pinned_bytes"),
     "seed14_hookless_graph_reset": (lambda: _npu_version() >= (2, 11), "bytes_delivered"),
     "seed5_late_activation": (_torch_has_pinned_limits, "settings"),
 }

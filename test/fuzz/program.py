@@ -28,8 +28,10 @@ Steps (``op`` and its fields; ``id`` names a pinned tensor, ``gid`` a graph; val
                                   device tensor: src "inside" pins it inside the capture and
                                   drops it there, else src is the id of a live eager tensor;
                                   pool "shared" (one graph_pool_handle per program) or
-                                  "private"; hooks False captures through torch_npu._C._NPUGraph
-                                  directly (torch_npu >= 2.11; skipped on older builds)
+                                  "private"; view "strided" copies src[::2] (a staged copy
+                                  of a non-contiguous view); hooks False captures through
+                                  torch_npu._C._NPUGraph directly (torch_npu >= 2.11;
+                                  skipped on older builds)
     replay(gid), reset(gid)
     thread(count, nbytes, value)  a threading.Thread pins, fills, copies and frees count tensors
     dataloader(batches, nbytes, value)   DataLoader(pin_memory=True) batches copied non_blocking
@@ -218,8 +220,10 @@ class _Gen:
         if eager and self.rng.random() < 0.25:
             src = self.rng.choice(eager)
         nbytes = self.live[src] if src != "inside" else self.rng.choice(GRAPH_SIZES)
+        view = "strided" if src != "inside" and self.rng.random() < 0.3 else "whole"
         self.add(
             {
+                "view": view,
                 "op": "capture",
                 "gid": gid,
                 "pool": pool or self.rng.choice(("shared", "shared", "private")),

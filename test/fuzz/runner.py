@@ -237,8 +237,10 @@ class Run:
             self.pool = torch.npu.graph_pool_handle()
         pool = self.pool if step["pool"] == "shared" else None
         graph = torch.npu.NPUGraph()
-        dev = torch.empty(step["nbytes"], dtype=torch.uint8, device="npu")
         src = step["src"]
+        strided = step.get("view") == "strided"  # a non-contiguous view: a staged copy
+        n = (step["nbytes"] + 1) // 2 if strided else step["nbytes"]
+        dev = torch.empty(n, dtype=torch.uint8, device="npu")
         expect = step["value"] if src == "inside" else self.values[src]
         torch.npu.synchronize()
         with torch.npu.stream(self.side):
@@ -255,7 +257,9 @@ class Run:
                     dev.copy_(x, non_blocking=True)
                     del x
                 else:
-                    dev.copy_(self.tensors[src], non_blocking=True)
+                    t = self.tensors[src]
+                    dev.copy_(t[::2] if strided else t, non_blocking=True)
+                    del t
             finally:
                 if hooks:
                     graph.capture_end()

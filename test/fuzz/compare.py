@@ -1,0 +1,198 @@
+"""The rules: what a plugin run of a program must satisfy against the native run of the same
+program (``TORCH_NPU_PINPOOL=0``, its own fresh process). Each rule is a named check; a
+failure names the check, the step and both numbers. The standard: never worse than native.
+
+Checks (``CHECKS``):
+
+* ``run_completed`` - the plugin run reported (no crash, no hang); a native run that did not
+  report makes the program inconclusive (verdict ``skip``), not a failure.
+* ``errors_match`` - a step that raised natively raises with the plugin too, with the same
+  exception type (the plugin may refuse what native refuses); a step the plugin refuses and
+  native runs is a failure. Both runs stop at their first error, so the checks below compare
+  the steps both ran.
+* ``bytes_delivered`` - every copy (H2D, alias, thread, DataLoader, replay) delivered the bytes
+  last written before it, where native delivered them too.
+* ``bytes_where_native_wrong`` - where native itself delivered other bytes (torch_npu <= 2.10
+  reusing a captured block, say), the plugin must still deliver the intended ones. A separate
+  name, so a report tells "worse than native" from "as wrong as native".
+* ``pins`` - runtime pins (aclrtMallocHost* calls) after every step: plugin <= native + the
+  number of distinct power-of-two size classes >= 32 MiB the program requested so far (issue
+  47: the price of first sizing a large block exactly).
+* ``pinned_bytes`` - pinned bytes live at the runtime (in use + cached idle) after every step:
+  plugin <= native, at the steps where no graph of the program is alive in either run.
+  Why not while a graph lives: a graph's pinned inputs are the graph's until it dies, and the
+  two allocators hold them differently by design - torch_npu <= 2.10 has no graph pools and
+  hands a captured block back to its eager cache at once (holding less, and then delivering
+  the next owner's bytes to replays, which ``bytes_delivered`` catches), and the plugin keeps a
+  dead graph's blocks until its queued replays ran. Graph-held bytes are bounded by what the
+  graph captured, not by a cache policy; the cache policy is what this check is about, and it
+  applies again from the step the last graph is reset. Pins are compared at every step.
+* ``settings`` - c10's allocator settings string (where torch has one) at the program's start,
+  after ``activate`` / ``dev_alloc`` steps and at its end: equal.
+* ``device_oversize`` - a ``dev_alloc`` step's device oversize allocations (what
+  ``max_split_size_mb`` decides): equal.
+* ``empty_cache_time`` - wall time of every ``host_empty_cache()`` step: plugin <= native +
+  ``time_bound_ms`` (50 ms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    from fuzz.program import Program, size_classes
+except ImportError:  # run from inside test/fuzz
+    from program import Program, size_classes  # type: ignore[no-redef]
+
+CHECKS = (
+    "run_completed",
+    "errors_match",
+    "bytes_delivered",
+    "bytes_where_native_wrong",
+    "pins",
+    "pinned_bytes",
+    "settings",
+    "device_oversize",
+    "empty_cache_time",
+)
+TIME_BOUND_MS = 50.0
+MiB = 1 << 20
+
+
+@dataclass
+class Failure:
+    check: str
+    step: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = "" if self.step is None else f" at step {self.step}"
+        return f"{self.check}{where}: {self.message}"
+
+
+def _mib(n: int) -> str:
+    return f"{n / MiB:.1f} MiB" if abs(n) >= MiB else f"{n} B"
+
+
+def _op(program: Program, i: int) -> str:
+    step = program["steps"][i]
+    extra = {k: v for k, v in step.items() if k in ("id", "gid", "nbytes", "how", "hooks", "pool")}
+    return f"{step['op']}{extra}" if extra else step["op"]
+
+
+def compare(
+    program: Program,
+    plugin: dict[str, Any] | None,
+    native: dict[str, Any] | None,
+    time_bound_ms: float = TIME_BOUND_MS,
+) -> tuple[str, list[Failure]]:
+    """(verdict, failures): verdict ``"pass"``, ``"FAIL"`` or ``"skip"`` (native did not run
+    to completion: nothing to compare against)."""
+    if native is None:
+        return "skip", []
+    if plugin is None:
+        return "FAIL", [Failure("run_completed", None, "the plugin run crashed or hung")]
+    fails: list[Failure] = []
+    p_steps, n_steps = plugin["steps"], native["steps"]
+
+    # errors_match (both runs stop at their first error)
+    common = min(len(p_steps), len(n_steps))
+    for i in range(common):
+        pe, ne = p_steps[i].get("err"), n_steps[i].get("err")
+        if ne and not pe:
+            fails.append(Failure("errors_match", i, f"{_op(program, i)}: native raised "
+                                 f"{ne['type']}: {ne['msg']!r}, the plugin did not"))
+        elif pe and not ne:
+            fails.append(Failure("errors_match", i, f"{_op(program, i)}: the plugin raised "
+                                 f"{pe['type']}: {pe['msg']!r}, native did not"))
+        elif pe and ne and pe["type"] != ne["type"]:
+            fails.append(Failure("errors_match", i, f"{_op(program, i)}: plugin raised "
+                                 f"{pe['type']}, native {ne['type']}"))
+        if pe or ne:
+            common = i + 1
+            break
+    ran = common  # steps 0..ran-1 ran in both
+
+    # bytes delivered
+    n_copies = {(c["step"], c["what"], k): c for k, c in _numbered(native["copies"])}
+    for k, c in _numbered(plugin["copies"]):
+        if c["step"] >= ran:
+            continue
+        nc = n_copies.get((c["step"], c["what"], k))
+        if c["got"] == [c["expect"]]:
+            continue
+        if nc is None or nc["got"] == [nc["expect"]]:
+            fails.append(Failure("bytes_delivered", c["step"], f"{c['what']}: the plugin's copy"
+                                 f" delivered {c['got']}, native {nc and nc['got']} (written: "
+                                 f"{c['expect']})"))
+        else:
+            fails.append(Failure("bytes_where_native_wrong", c["step"], f"{c['what']}: the "
+                                 f"plugin delivered {c['got']}, native {nc['got']} (written: "
+                                 f"{c['expect']})"))
+
+    # pins, pinned bytes
+    pin_fail = byte_fail = None
+    for i in range(ran):
+        p, n = p_steps[i], n_steps[i]
+        slack = size_classes(program, i)
+        if pin_fail is None and p["pins"] > n["pins"] + slack:
+            pin_fail = Failure("pins", i, f"after {_op(program, i)}: plugin {p['pins']} pins, "
+                               f"native {n['pins']} (+{slack} size classes >= 32 MiB allowed)")
+        if byte_fail is None and p["graphs"] == 0 and n["graphs"] == 0 and p["bytes"] > n["bytes"]:
+            byte_fail = Failure("pinned_bytes", i, f"after {_op(program, i)}: plugin "
+                                f"{_mib(p['bytes'])} pinned, native {_mib(n['bytes'])}")
+    if pin_fail is not None:
+        p_peak = max(s["pins"] for s in p_steps[:ran])
+        n_peak = max(s["pins"] for s in n_steps[:ran])
+        pin_fail.message += f"; at the end {p_peak} against {n_peak}"
+        fails.append(pin_fail)
+    if byte_fail is not None:
+        idle = [i for i in range(ran) if p_steps[i]["graphs"] == 0 and n_steps[i]["graphs"] == 0]
+        p_peak = max(p_steps[i]["bytes"] for i in idle)
+        n_peak = max(n_steps[i]["bytes"] for i in idle)
+        byte_fail.message += f"; peak {_mib(p_peak)} against {_mib(n_peak)}"
+        fails.append(byte_fail)
+
+    # settings and the device allocator's behaviour
+    if plugin.get("settings") != native.get("settings"):
+        fails.append(Failure("settings", None, f"at the start: plugin "
+                             f"{plugin.get('settings')!r}, native {native.get('settings')!r}"))
+    for i in range(ran):
+        p, n = p_steps[i], n_steps[i]
+        if "settings" in n and p.get("settings") != n["settings"]:
+            fails.append(Failure("settings", i, f"after {_op(program, i)}: c10 settings plugin "
+                                 f"{p.get('settings')!r}, native {n['settings']!r}"))
+        if "oversize" in n and p.get("oversize") != n["oversize"]:
+            fails.append(Failure("device_oversize", i, f"{_op(program, i)}: device oversize "
+                                 f"allocations plugin {p.get('oversize')}, native "
+                                 f"{n['oversize']}"))
+        if "ms" in n and "ms" in p and p["ms"] > n["ms"] + time_bound_ms:
+            fails.append(Failure("empty_cache_time", i, f"host_empty_cache() took {p['ms']:.1f}"
+                                 f" ms, native {n['ms']:.1f} ms (bound +{time_bound_ms:g} ms)"))
+    if (
+        len(p_steps) == len(n_steps)
+        and plugin.get("settings_end") != native.get("settings_end")
+        and not any(f.check == "settings" for f in fails)
+    ):
+        fails.append(Failure("settings", None, f"at the end: plugin "
+                             f"{plugin.get('settings_end')!r}, native "
+                             f"{native.get('settings_end')!r}"))
+    return ("FAIL" if fails else "pass"), fails
+
+
+def _numbered(copies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """Copies with a running number per (step, what): one step may make several alike."""
+    seen: dict[tuple[int, str], int] = {}
+    out = []
+    for c in copies:
+        key = (c["step"], c["what"])
+        seen[key] = seen.get(key, 0) + 1
+        out.append((seen[key], c))
+    return out
+
+
+def first_check(failures: list[Failure]) -> str:
+    """The check a shrinker keeps failing: the first in ``CHECKS`` order."""
+    names = {f.check for f in failures}
+    return next((c for c in CHECKS if c in names), "")

@@ -1,0 +1,99 @@
+"""The fuzzer's own logic, without a runtime: programs are deterministic and valid, the rules of
+compare.py judge synthetic observations as documented, shrink candidates stay valid."""
+
+from __future__ import annotations
+
+import json
+
+from fuzz import compare, shrink
+from fuzz.program import MiB, generate, size_classes, validate
+
+
+def test_programs_deterministic_valid_bounded() -> None:
+    for seed in range(300):
+        p = generate(seed, 24)
+        assert p == generate(seed, 24)
+        assert json.loads(json.dumps(p)) == p
+        assert validate(p), seed
+        assert len(p["steps"]) <= 24 + 12, seed  # the budget plus the clean-up at the end
+        assert all(4096 <= s.get("nbytes", 4096) <= 256 * MiB for s in p["steps"])
+
+
+def test_themes_cover_issue_47_shapes() -> None:
+    ops = {s["op"] for seed in range(120) for s in generate(seed, 24)["steps"]}
+    assert {"pin", "fill", "h2d", "alias", "d2h", "free", "sync", "empty_cache", "capture",
+            "replay", "reset", "thread", "dataloader", "dev_alloc", "activate"} <= ops
+    hookless = [s for seed in range(120) for s in generate(seed, 24)["steps"]
+                if s["op"] == "capture" and not s["hooks"]]
+    assert hookless
+
+
+def _obs(pins: list[int], nbytes: list[int], graphs: list[int] | None = None) -> dict:
+    graphs = graphs or [0] * len(pins)
+    return {
+        "settings": "",
+        "settings_end": "",
+        "copies": [],
+        "steps": [{"op": "pin", "pins": p, "bytes": b, "graphs": g}
+                  for p, b, g in zip(pins, nbytes, graphs)],
+    }
+
+
+def _program(sizes: list[int]) -> dict:
+    return {"steps": [{"op": "pin", "id": f"t{i}", "nbytes": n, "value": 1}
+                      for i, n in enumerate(sizes)]}
+
+
+def test_pins_slack_is_one_per_large_class() -> None:
+    prog = _program([40 * MiB, 64 * MiB, 100 * MiB])
+    assert size_classes(prog) == 2  # 64 MiB and 128 MiB classes
+    ok = compare.compare(prog, _obs([1, 2, 4], [0, 0, 0]), _obs([1, 1, 2], [0, 0, 0]))
+    assert ok == ("pass", [])
+    verdict, fails = compare.compare(prog, _obs([2, 3, 5], [0, 0, 0]), _obs([1, 1, 2], [0, 0, 0]))
+    assert verdict == "FAIL" and [f.check for f in fails] == ["pins"]
+
+
+def test_bytes_compared_only_without_live_graphs() -> None:
+    prog = _program([4096, 4096])
+    native = _obs([1, 1], [10, 10], graphs=[1, 0])
+    assert compare.compare(prog, _obs([1, 1], [99, 10], graphs=[1, 0]), native)[0] == "pass"
+    verdict, fails = compare.compare(prog, _obs([1, 1], [10, 11], graphs=[1, 0]), native)
+    assert [f.check for f in fails] == ["pinned_bytes"] and fails[0].step == 1
+
+
+def test_bytes_delivered_and_errors() -> None:
+    prog = _program([4096, 4096])
+    plugin, native = _obs([1, 1], [0, 0]), _obs([1, 1], [0, 0])
+    plugin["copies"] = [{"step": 0, "what": "h2d t0", "expect": 1, "got": [9]}]
+    native["copies"] = [{"step": 0, "what": "h2d t0", "expect": 1, "got": [1]}]
+    assert [f.check for f in compare.compare(prog, plugin, native)[1]] == ["bytes_delivered"]
+    native["copies"] = [{"step": 0, "what": "h2d t0", "expect": 1, "got": [0, 1]}]
+    assert [f.check for f in compare.compare(prog, plugin, native)[1]] == [
+        "bytes_where_native_wrong"
+    ]
+    plugin, native = _obs([1, 1], [0, 0]), _obs([1, 1], [0, 0])
+    native["steps"][1]["err"] = {"type": "RuntimeError", "msg": "refused"}
+    assert [f.check for f in compare.compare(prog, plugin, native)[1]] == ["errors_match"]
+    plugin["steps"][1]["err"] = {"type": "RuntimeError", "msg": "refused too"}
+    assert compare.compare(prog, plugin, native)[0] == "pass"
+    assert compare.compare(prog, None, native)[0] == "FAIL"
+    assert compare.compare(prog, plugin, None)[0] == "skip"
+
+
+def test_settings_and_time() -> None:
+    prog = _program([4096])
+    plugin, native = _obs([1], [0]), _obs([1], [0])
+    plugin["settings"] = "pinned_max_round_threshold_mb:32"
+    plugin["steps"][0]["ms"], native["steps"][0]["ms"] = 70.0, 10.0
+    checks = [f.check for f in compare.compare(prog, plugin, native)[1]]
+    assert checks == ["settings", "empty_cache_time"]
+
+
+def test_shrink_candidates_are_valid_and_smaller() -> None:
+    for seed in range(40):
+        p = generate(seed, 24)
+        cands = shrink.candidates(p)
+        assert cands, seed
+        for c in cands:
+            assert validate(c)
+            assert len(c["steps"]) < len(p["steps"]) or c != p

@@ -71,41 +71,44 @@ def _why_not(r: dict[str, Any]) -> str:
     return f" ({target})" if target.startswith("n/a") else ""
 
 
-def _run(data: dict[str, Any]) -> str:
-    meta = data["meta"]
-    return (
-        f"torch_npu {meta['torch_npu']}, run of {meta['machine']['date_utc'][:10]} "
-        f"(`bench/results/{meta['pair']}.json`)"
-    )
-
-
 def readme_performance(results: Path = RESULTS) -> list[str]:
-    """README.md's Performance lines: bytes held over capture cycles (P3), one huge request (P6),
-    a graphed decode loop (P5), per required pair."""
-    out = []
-    for pair in PAIRS:
-        data = load(pair, results)
+    """README.md's Performance table, a column per required pair: bytes held over capture cycles
+    and what replays read (P3), one huge request (P6), a graphed decode loop (P5)."""
+    runs = [load(pair, results) for pair in PAIRS]
+    head = " | ".join(
+        f"torch_npu {d['meta']['torch_npu']}, {d['meta']['machine']['date_utc'][:10]}" for d in runs
+    )
+    cells: dict[str, list[str]] = {}
+    for data in runs:
         settings = data["meta"]["settings"]
         growth = _row(data, "P3", "separate graphs: growth")
         wrong = _row(data, "P3", "separate: wrong bytes")
         huge = [r for r in data["summary"]["P6"]["rows"] if r["unit"] == "x"][-1]
         decode = _row(data, "P5", "steps/s")
         paired = decode["paired"]
-        out += [""] if out else []
-        out += [
-            f"{_run(data)}:",
-            f"- {settings['P3']['cycles']} capture / replay / reset cycles: pinned memory held "
-            f"grows by {_value(growth, 'native')} natively, {_value(growth, 'plugin')} with the "
-            f"plugin; replays read {_value(wrong, 'native')} of wrong bytes natively, "
-            f"{_value(wrong, 'plugin')} with the plugin.",
-            f"- A {huge['label'].split(' / ')[0]} pinned request (scaled down "
-            f"{settings['P6']['scale']} times): pins {_value(huge, 'native')}x the request "
-            f"natively, {_value(huge, 'plugin')}x with the plugin{_why_not(huge)}.",
-            f"- A graphed decode loop: {decode['ratio']:.3f}x native's steps per second "
-            f"(per-trial ratios {paired['q1']:.2f} to {paired['q3']:.2f}; "
-            f"{decode['verdict'] or 'no verdict'} for the target {decode['target']}).",
-        ]
-    return out
+        rows = {
+            f"{settings['P3']['cycles']} capture / replay / reset cycles: growth of pinned memory "
+            "held; wrong bytes read by replays": (
+                f"{_value(growth, 'native')} -> {_value(growth, 'plugin')}; "
+                f"{_value(wrong, 'native')} -> {_value(wrong, 'plugin')}"
+            ),
+            f"a {huge['label'].split(' / ')[0]} request (scaled down {settings['P6']['scale']} "
+            "times): bytes pinned / requested": (
+                f"{_value(huge, 'native')} -> {_value(huge, 'plugin')}{_why_not(huge)}"
+            ),
+            "graphed decode loop: steps per second, plugin / native (per-trial q1 - q3)": (
+                f"{decode['ratio']:.3f} ({paired['q1']:.2f} - {paired['q3']:.2f}; "
+                f"{decode['verdict'] or 'no verdict'} for the target {decode['target']})"
+            ),
+        }
+        for label, cell in rows.items():
+            cells.setdefault(label, []).append(cell)
+    out = [
+        "| latest full run, simulated runtime, native -> plugin in one run "
+        f"([every figure](bench/README.md)) | {head} |",
+        "|---" * (len(runs) + 1) + "|",
+    ]
+    return out + [f"| {label} | {' | '.join(c)} |" for label, c in cells.items()]
 
 
 def audit_cost(results: Path = RESULTS) -> list[str]:

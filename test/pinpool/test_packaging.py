@@ -344,3 +344,33 @@ def test_sdist_resolves_every_readme_link(source_copy, tmp_path):
             if anchor not in {_anchor(h) for h in headings}:
                 broken.append(f"{link}: no heading '#{anchor}' in {path or 'README.md'}")
     assert not broken, "README links broken in the sdist (MANIFEST.in):\n" + "\n".join(broken)
+
+
+def test_a_rebuild_never_reuses_a_built_extension(source_copy, tmp_path):
+    """Note [No stale extension] in setup.py: with a built ``_C`` newer than every source in the
+    build directory (a checkout built before a torch_npu upgrade), the build compiles again
+    instead of skipping it as up to date. Stopped as soon as it says which."""
+    import re
+    import signal
+    import sysconfig
+
+    build_lib = tmp_path / "lib"
+    (build_lib / "torch_npu_pinpool").mkdir(parents=True)
+    (build_lib / "torch_npu_pinpool" / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}").touch()
+    cmd = [sys.executable, "setup.py", "-v", "build_ext", "--build-lib", str(build_lib)]
+    cmd += ["--build-temp", str(tmp_path / "temp")]
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    env.pop(ALLOW, None)
+    child = subprocess.Popen(cmd, cwd=source_copy, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    try:
+        for line in child.stdout:
+            seen.append(line)
+            if re.search(r"(building|skipping) 'torch_npu_pinpool\._C'", line):
+                break
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # its own session: the compilers it started too
+        child.wait()
+    said = "".join(seen)
+    assert "building 'torch_npu_pinpool._C' extension" in said, said[-3000:]

@@ -80,3 +80,14 @@ def test_two_sizes_in_one_bucket(scenario, plugin):
         if plugin and (mode == "capture" or _torch_has_round_threshold()):
             assert not r[mode]["reused_smaller"], r
         # natively both round to 64 MiB, so reusing the address is no overflow
+
+
+def test_large_cache_setting_is_read_at_the_first_large_miss(scenario):
+    """docs/configuration.md: TORCH_NPU_PINPOOL_LARGE_CACHE_MB is read at the first large request
+    no cached block serves, not at activation; a bad value fails that pin, naming the variable
+    and the fix."""
+    env = {"TORCH_NPU_PINPOOL_LARGE_CACHE_MB": "lots"}
+    r = scenario("large_cache_setting", env=env).result
+    assert r["active"] and r["small_pinned"], r
+    assert "TORCH_NPU_PINPOOL_LARGE_CACHE_MB=lots is not a whole number of MiB" in r["large_error"]
+    assert "Fix or unset it" in r["large_error"], r

@@ -168,7 +168,23 @@ def _extensions(info: dict):
             *san_link,
         ],
     )
-    return [ext], {"build_ext": BuildExtension.with_options(use_ninja=False)}
+    return [ext], {"build_ext": _always_compiled(BuildExtension.with_options(use_ninja=False))}
+
+
+# Note [No stale extension]: `pip install .` builds in the checkout's build/, and setuptools skips
+# an extension whose built file is newer than its sources ("skipping ... (up-to-date)"): it knows
+# nothing of the torch / torch_npu headers, the torch release or the build switches
+# (TORCH_NPU_PINPOOL_AUDIT, _SANITIZE). So the documented reinstall after a torch_npu upgrade,
+# `pip install --force-reinstall --no-deps .`, would put back the _C built for the old torch.
+# Every build compiles every source
+# (test/pinpool/test_packaging.py::test_a_rebuild_never_reuses_a_built_extension).
+def _always_compiled(base: type) -> type:
+    class BuildExt(base):
+        def finalize_options(self) -> None:
+            super().finalize_options()
+            self.force = True
+
+    return BuildExt
 
 
 if __name__ == "__main__":

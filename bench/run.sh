@@ -59,6 +59,7 @@ for pair in "${pairs[@]}"; do
 done
 if [[ $full == 1 ]]; then
     python3 bench/bench.py --readme && summary+=("bench/README.md: Latest run rewritten")
+    python3 ci/render_bench_lines.py && summary+=("README.md, docs/: performance lines rewritten")
 fi
 printf '\n==================== bench summary ====================\n'
 printf '%s\n' "${summary[@]}"

@@ -82,8 +82,9 @@ def _load_extension():
 
 
 def mode() -> str:
-    """``"backport"`` on torch_npu <= 2.10 (Python hooks register captures),
-    ``"native-present"`` on >= 2.11 (torch_npu calls the allocator's pool hooks)."""
+    """``"backport"`` on torch_npu <= 2.10 (only the Python hooks register captures),
+    ``"native-present"`` on >= 2.11 (torch_npu also calls the allocator's pool hooks; the
+    hooks on the graph classes are installed in both modes)."""
     _, torch_npu = _import_torch_npu()
     return "backport" if major_minor(torch_npu.__version__) < (2, 11) else "native-present"
 

@@ -108,9 +108,16 @@ def _missing_extension() -> str | None:
 
 
 def _autoload_line() -> str:
-    """Whether torch's backend autoload activates the plugin in the user's programs."""
-    if os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1").strip() == "0":
-        return "off (TORCH_DEVICE_BACKEND_AUTOLOAD=0): add `import torch_npu_pinpool` to programs"
+    """Whether torch's backend autoload activates the plugin in the user's programs. torch
+    autoloads only when ``TORCH_DEVICE_BACKEND_AUTOLOAD`` is unset or exactly ``1``
+    (``torch._is_device_backend_autoload_enabled``): any other value, ``true`` or `` 1``
+    included, turns it off."""
+    value = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")
+    if value != "1":
+        return (
+            f"off (TORCH_DEVICE_BACKEND_AUTOLOAD={value}; torch autoloads only when it is "
+            "unset or 1): add `import torch_npu_pinpool` to programs"
+        )
     try:
         from importlib.metadata import entry_points
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "ci"))
 sys.path.insert(0, str(REPO / "ci" / "lib"))
@@ -73,21 +75,34 @@ def test_leg_summary_writes_the_fields_the_page_needs(tmp_path):
 
 
 def test_render_table(tmp_path):
-    """One row per leg, newest pair first; a pair without a summary says so; a summary not
-    written by ci/test.sh is marked and its source listed."""
+    """One row per leg, newest pair first; a pair whose full suite (leg PAIR) no summary names
+    says so in its first row; summaries come from several directories."""
     ci = _write(tmp_path / "ci", _summary("2.14", "2.14"), _summary("2.10 asan", "2.10"))
-    hand = _summary("2.8", "2.8", source="copied from a log by hand")
-    _write(tmp_path / "kept", hand)
+    _write(tmp_path / "kept", _summary("2.8", "2.8"))
     page = render_results.render([ci, tmp_path / "kept"], pairs=["2.14", "2.10", "2.9", "2.8"])
     table = [line for line in page.splitlines() if line.startswith("| 2.")]
     assert table == [
         "| 2.14 | 2.14 | 2.14.0+cpu | 2.14.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | PASS |",
+        "| 2.10 | 2.10 | - | - | - | - | - | - | - | not yet recorded by a generated leg |",
         "| 2.10 | 2.10 asan | 2.10.0+cpu | 2.10.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | PASS |",
-        "| 2.9 | - | - | - | - | - | - | - | - | no run recorded yet |",
-        "| 2.8 | 2.8 | 2.8.0+cpu | 2.8.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | "
-        "PASS (recorded by hand, see below) |",
+        "| 2.9 | 2.9 | - | - | - | - | - | - | - | not yet recorded by a generated leg |",
+        "| 2.8 | 2.8 | 2.8.0+cpu | 2.8.0 | 0123abc | 2026-11-27 | 30 | 2 | 0 | PASS |",
     ]
-    assert "- copied from a log by hand" in page
+
+
+def test_a_summary_recorded_by_hand_is_refused(tmp_path):
+    """Only ci/test.sh's summaries are results: one with another ``source`` (copied from a
+    log, transcribed from a page) stops the renderer, naming the file and the fix."""
+    ci = _write(tmp_path / "ci", _summary("2.14", "2.14"))
+    hand = _write(tmp_path / "kept", _summary("2.8", "2.8", source="copied from a log by hand"))
+    with pytest.raises(SystemExit, match="not written by ci/test.sh.*run the leg"):
+        render_results.render([ci, hand], pairs=["2.14", "2.8"])
+
+
+def test_committed_summaries_are_all_generated():
+    """No summary kept in ci/results/ was recorded by hand."""
+    for path in sorted((REPO / "ci" / "results").glob("*.json")):
+        assert json.loads(path.read_text()).get("source") == "ci/test.sh", path
 
 
 def test_build_checks_sit_under_their_line(tmp_path):
@@ -110,7 +125,7 @@ def test_build_checks_sit_under_their_line(tmp_path):
         ["| 2.10", "2.10@2.10.0.post10 as-npu", "2.10.0+cpu", "2.10.0.post10"],
         ["| 2.8", "2.8@2.8.0 as-npu", "-", "2.8.0"],
     ]
-    assert page.count("no run recorded yet") == 2
+    assert page.count("not yet recorded by a generated leg") == 2
 
 
 def test_a_refused_build_is_checked_by_its_refusal_leg(tmp_path):
@@ -120,7 +135,7 @@ def test_a_refused_build_is_checked_by_its_refusal_leg(tmp_path):
     page = render_results.render([ci], pairs=[], builds=["2.8@2.8.0"])
     table = [line.split(" | ")[:4] for line in page.splitlines() if line.startswith("| 2.")]
     assert table == [["| 2.8", "2.8@2.8.0 refusal", "2.8.0+cpu", "2.8.0"]]
-    assert "no run recorded yet" not in page
+    assert "not yet recorded by a generated leg" not in page
 
 
 def test_newest_summary_of_a_leg_wins(tmp_path):

@@ -1,7 +1,8 @@
 """The user-facing documents stay short, generated where they should be, and consistent with the
 code: README length and contents, links that resolve, every user variable the code reads
-documented (and nothing else), the supported torch_npu range stated as `_version.py` has it, and
-release notes without journal entries. Reads files only: no NPU, no plugin."""
+documented (and nothing else), the supported torch_npu range stated as `_version.py` has it,
+release notes without journal entries, and no page that speaks of who ran a test or where.
+Reads files only: no NPU, no plugin."""
 
 from __future__ import annotations
 
@@ -23,8 +24,29 @@ VARIABLE = re.compile(r"\bTORCH_NPU_PINPOOL(?:_[A-Z][A-Z_]*[A-Z])?\b")
 INTERNAL = {
     "TORCH_NPU_PINPOOL_AUDIT_DIR": "set by the audit command for the program it runs",
     "TORCH_NPU_PINPOOL_SANITIZE": "sanitized test builds: docs/testing.md",
-    "TORCH_NPU_PINPOOL_AUDIT": "a build without the audit report: docs/install.md",
 }
+# Phrases about who ran a test, on which machine, or what happened to the run - never about the
+# project. A user page states what the project does and what its generated results say.
+WHO_RAN = (
+    "this machine",
+    "our machine",
+    "my machine",
+    "recorded by hand",
+    "transcribed from",
+    "previous helper",
+    "the helper",
+    "another agent",
+    "held a lock",
+    "held by another",
+    "lock was held",
+    "this session",
+    "not re-run",
+    "re-run this",
+    "was re-run",
+    "rerun on",
+    "by hand, not in",
+)
+USER_PAGES = [*DOCS, REPO / "bench" / "README.md"]
 
 
 FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", flags=re.S | re.M)
@@ -149,6 +171,16 @@ def test_the_supported_range_is_stated_once_and_matched():
         text = _text(doc)
         found = [p for p in patterns if p in text]
         assert found == [], f"{doc.name} states an old supported range: {found}"
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_speaks_of_who_ran_what(page):
+    text = _text(page).lower()
+    found = [phrase for phrase in WHO_RAN if phrase in text]
+    assert found == [], (
+        f"{page.relative_to(REPO)} speaks of who ran a test or where ({found}): say what the "
+        "project does, and leave results to the generated pages"
+    )
 
 
 def test_changelog_is_release_notes():

@@ -138,3 +138,16 @@ def test_single_large_request_costs_what_it_asks(scenario):
     assert 33 * MiB <= r["peak"]["held"] <= 33 * MiB + (1 << 16), r
     if "live" in r["peak"]:
         assert r["peak"]["live"] <= 33 * MiB + (1 << 16), r
+
+
+def test_large_cache_setting_is_read_at_the_first_large_miss(scenario):
+    """docs/configuration.md: TORCH_NPU_PINPOOL_LARGE_CACHE_MB is read at the first large request
+    no cached block serves, not at activation; a bad value fails that pin, naming the variable
+    and the fix."""
+    if not _torch_has_round_threshold():
+        pytest.skip("torch < 2.13: no large path, the variable is never read (Note [Large blocks])")
+    env = {"TORCH_NPU_PINPOOL_LARGE_CACHE_MB": "lots"}
+    r = scenario("large_cache_setting", env=env).result
+    assert r["active"] and r["small_pinned"], r
+    assert "TORCH_NPU_PINPOOL_LARGE_CACHE_MB=lots is not a whole number of MiB" in r["large_error"]
+    assert "Fix or unset it" in r["large_error"], r

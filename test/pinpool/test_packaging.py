@@ -308,3 +308,69 @@ def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):
     ]:
         assert needed in names, sorted(names)
     assert not any(n.endswith((".so", ".o", ".pyc")) for n in names), sorted(names)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces -> '-'."""
+    text = heading.strip().lower()
+    return "".join(c for c in text if c.isalnum() or c in " -_").replace(" ", "-")
+
+
+def test_sdist_resolves_every_readme_link(source_copy, tmp_path):
+    """Every relative link of README.md (docs, CONTRIBUTING, the bench page and plot, the
+    license) names a file the sdist holds, and every '#anchor' a heading of the page it names."""
+    import re
+
+    r = _backend(source_copy, "build_sdist", tmp_path / "dist", hide="torch torch_npu")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (sdist,) = (tmp_path / "dist").glob("torch_npu_pinpool-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(tmp_path / "x", **safe)
+    (root,) = (tmp_path / "x").iterdir()
+    readme = (root / "README.md").read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(relative) > 10, relative  # the page's links were found at all
+    broken = []
+    for link in relative:
+        path, _, anchor = link.partition("#")
+        target = root / path if path else root / "README.md"
+        if not target.is_file():
+            broken.append(f"{link}: no {path} in the sdist")
+            continue
+        if anchor and target.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), flags=re.M)
+            if anchor not in {_anchor(h) for h in headings}:
+                broken.append(f"{link}: no heading '#{anchor}' in {path or 'README.md'}")
+    assert not broken, "README links broken in the sdist (MANIFEST.in):\n" + "\n".join(broken)
+
+
+def test_a_rebuild_never_reuses_a_built_extension(source_copy, tmp_path):
+    """Note [No stale extension] in setup.py: with a built ``_C`` newer than every source in the
+    build directory (a checkout built before a torch_npu upgrade), the build compiles again
+    instead of skipping it as up to date. Stopped as soon as it says which."""
+    import re
+    import signal
+    import sysconfig
+
+    build_lib = tmp_path / "lib"
+    (build_lib / "torch_npu_pinpool").mkdir(parents=True)
+    (build_lib / "torch_npu_pinpool" / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}").touch()
+    cmd = [sys.executable, "setup.py", "-v", "build_ext", "--build-lib", str(build_lib)]
+    cmd += ["--build-temp", str(tmp_path / "temp")]
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    env.pop(ALLOW, None)
+    child = subprocess.Popen(cmd, cwd=source_copy, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    try:
+        for line in child.stdout:
+            seen.append(line)
+            if re.search(r"(building|skipping) 'torch_npu_pinpool\._C'", line):
+                break
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # its own session: the compilers it started too
+        child.wait()
+    said = "".join(seen)
+    assert "building 'torch_npu_pinpool._C' extension" in said, said[-3000:]

@@ -53,7 +53,8 @@ def test_activation_changes_exactly_what_the_page_lists(scenario, tmp_path, case
         expected |= {f"torch_npu.npu.{n}" for n in r["host_func_launchers"]}
     # The classes also gain `_pinpool_hooked` and a `__del__` (a collected graph is reset
     # through the wrapper; it wraps the class's own `__del__` where it has one).
-    added = {f"{cls}.{a}" for cls in classes for a in ("_pinpool_hooked", "__del__")} if on else set()
+    marks = ("_pinpool_hooked", "__del__")
+    added = {f"{cls}.{a}" for cls in classes for a in marks} if on else set()
     assert set(r["changed"]) - {f"{cls}.__del__" for cls in classes} == expected, r["changed"]
     assert set(r["changed"]) | set(r["added"]) == expected | added, r
     # aten::copy_'s NPU kernel: wrapped from torch 2.10 when on, unless the guard is off and the

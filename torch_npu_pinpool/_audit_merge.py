@@ -31,12 +31,13 @@ class Process:
     problems: list[str] = field(default_factory=list)
 
 
-def _argv(workdir: str, pid: int) -> str:
+def _note(workdir: str, what: str, pid: int, default: str) -> str:
+    """What a process noted in the command's directory (_audit_site.py, _report_writer.py)."""
     try:
-        with open(os.path.join(workdir, f"proc-{pid}.txt")) as f:
+        with open(os.path.join(workdir, f"{what}-{pid}.txt")) as f:
             return f.read().strip()
     except OSError:
-        return "?"
+        return default
 
 
 def read(path: str, workdir: str) -> Process:
@@ -51,7 +52,13 @@ def read(path: str, workdir: str) -> Process:
         doc = None
     if isinstance(doc, dict) and "seq" not in doc:  # a report written at exit
         return Process(
-            pid, _argv(workdir, pid), doc["hazards"], "exit", 0, doc["torch_npu"], doc["plugin"]
+            pid,
+            _note(workdir, "proc", pid, "?"),
+            doc["hazards"],
+            _note(workdir, "ended", pid, "exit"),
+            0,
+            doc["torch_npu"],
+            doc["plugin"],
         )
     lines, problems = [], []
     for number, text in enumerate(content.splitlines(), start=1):
@@ -65,7 +72,7 @@ def read(path: str, workdir: str) -> Process:
     ended = last["reason"] if last.get("final") else ""
     return Process(
         pid,
-        " ".join(last.get("argv", [])) or _argv(workdir, pid),
+        " ".join(last.get("argv", [])) or _note(workdir, "proc", pid, "?"),
         last["hazards"],
         ended,
         len(lines),

@@ -166,6 +166,20 @@ class _Writer:
             return
         print(_report.text(report, _report.checked(self.ext)), file=sys.stderr, flush=True)
         self._write(report, reason, final=True)
+        _note_ending(reason)
+
+
+def _note_ending(reason: str) -> None:
+    """Under the `audit` command: how this process ended, for its summary (a JSON document has
+    no place for it)."""
+    audit_dir = os.environ.get(_report.AUDIT_DIR_ENV)
+    if not audit_dir:
+        return
+    try:
+        with open(os.path.join(audit_dir, f"ended-{os.getpid()}.txt"), "w") as f:
+            f.write(reason + "\n")
+    except OSError:
+        pass
 
 
 # --- signals: Note [Reports of processes that do not exit normally] ----------------------------

@@ -26,7 +26,6 @@ from ._snippets import pair, skip_without_audit
 SCENARIOS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
 SERVER = os.path.join(SCENARIOS, "audit_server.py")
 SIGNAL_EXIT = os.path.join(SCENARIOS, "audit_signal_exit.py")
-DELAY = {"SIMCANN_TASK_DELAY_US": "100000"}  # keeps each copy queued while the host rewrites
 TIMEOUT_S = 600.0
 READY_S = 300.0  # a fresh interpreter importing torch_npu on a loaded 2-core machine
 NEEDS_COPY_DIRECTION = pytest.mark.skipif(
@@ -115,8 +114,8 @@ class Audit:
 # --- the server shape: spawned workers stopped with SIGTERM / SIGKILL ---------------------------
 
 
-def _server(tmp_path, mode: str, options: list[str]) -> tuple[Audit, int, dict]:
-    run = Audit(tmp_path, options, [sys.executable, SERVER, mode], DELAY)
+def _server(tmp_path, mode: str, options: list[str], env: dict) -> tuple[Audit, int, dict]:
+    run = Audit(tmp_path, options, [sys.executable, SERVER, mode], env)
     status = run.finish()
     lines = [line for line in run.stdout if line.startswith("server: ")]
     assert lines, (status, run.stdout, run.stderr[-6000:])
@@ -130,7 +129,8 @@ def test_workers_stopped_by_sigterm_are_in_the_merged_report(tmp_path):
     written_while_queued is in the merged JSON with the copy's and the allocation's lines, each
     worker ended by SIGTERM as it would have without the audit, and the summary names them."""
     merged = tmp_path / "merged.json"
-    run, status, server = _server(tmp_path, "term", ["--json", str(merged)])
+    delay = {"SIMCANN_TASK_DELAY_US": "100000"}  # keeps each copy queued while the host rewrites
+    run, status, server = _server(tmp_path, "term", ["--json", str(merged)], delay)
     assert status == 0, run.stderr[-6000:]
     assert server["ready"] and sorted(server["workers"].values()) == [-15, -15], server
     report = json.loads(merged.read_text())
@@ -161,7 +161,8 @@ def test_worker_killed_by_sigkill_leaves_its_periodic_lines(tmp_path):
     process's own file (its JSON lines)."""
     per_process = tmp_path / "report-{pid}.jsonl"
     options = ["--interval", "1", "--json", str(per_process)]
-    run, status, server = _server(tmp_path, "kill", options)
+    delay = {"SIMCANN_TASK_DELAY_US": "100000"}
+    run, status, server = _server(tmp_path, "kill", options, delay)
     assert status == 0, run.stderr[-6000:]
     [(pid, code)] = server["workers"].items()
     assert code == -9 and server["lines"] == {pid: True}, server

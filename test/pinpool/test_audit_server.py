@@ -284,3 +284,28 @@ def test_audit_record_is_flat_over_a_million_copies(scenario):
         assert p["graphs"] == 0 and p["remembered_pools"] == 0
     assert o["after"]["blocks"] == 0 and o["after"]["in_flight"] == 0, o["after"]
     assert o["checks"]["copies"] + o["checks"]["unchecked"] == COPIES
+
+
+# --- the sampled mode: Note [Sampled checks] ---------------------------------------------------
+
+
+@NEEDS_COPY_DIRECTION
+@pytest.mark.simulator  # the task delay makes the race happen on every step
+def test_sampled_mode_still_reports_a_race_that_repeats(scenario):
+    """TORCH_NPU_PINPOOL_REPORT_SAMPLE=4: vllm-ascend's refill race on each of 8 steps is still
+    reported at the copy's line (one copy in 4 compared: within 4 steps), and every copy is
+    accounted for: compared, not checked, or left out by sampling."""
+    env = {
+        "TORCH_NPU_PINPOOL_REPORT": "1",
+        "TORCH_NPU_PINPOOL_REPORT_SAMPLE": "4",
+        "AUDIT_SHAPE": "refill",
+        "PINPOOL_DELAY_US": "200000",
+        "STEPS": "8",
+    }
+    o = scenario("audit_written_while_queued", env=env).result
+    assert o["wrong_steps"] == list(range(7)), "the race is certain on all but the last step"
+    h = o["hazards"]["written_while_queued"]
+    assert 1 <= h["count"] <= 2, h
+    assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
+    checks = o["checks"]
+    assert checks["skipped"] == 6 and checks["copies"] + checks["unchecked"] == 2, checks

@@ -69,7 +69,20 @@ py::dict report_checks() {
   using namespace py::literals;
   const CheckCounts c = audit().check_counts();
   return py::dict("copies"_a = c.copies, "replays"_a = c.replays, "unchecked"_a = c.unchecked,
-                  "pending"_a = c.pending);
+                  "pending"_a = c.pending, "skipped"_a = c.skipped);
+}
+
+// Note [Bounded audit state]: the size of each part of the audit's record.
+py::dict audit_sizes() {
+  using namespace py::literals;
+  AuditSizes z;
+  {
+    py::gil_scoped_release no_gil;  // sizes() takes the GIL itself, after the audit's mutex
+    z = audit().sizes();
+  }
+  return py::dict("blocks"_a = z.blocks, "graphs"_a = z.graphs, "sites"_a = z.sites,
+                  "code_objects"_a = z.code_objects, "remembered_pools"_a = z.remembered_pools,
+                  "in_flight"_a = z.in_flight);
 }
 
 // graph_replay, then the replay checked (Note [What written_while_queued sees]).
@@ -83,9 +96,10 @@ void audit_replay(uint64_t handle, const py::function& replay) {
 }
 
 void def_audit(py::module_& m) {
-  m.def("enable_report", [](std::vector<std::string> library_dirs, std::string cwd) {
-    Audit::enable(std::move(library_dirs), std::move(cwd));
-  });
+  m.def("enable_report",
+        [](std::vector<std::string> library_dirs, std::string cwd, uint32_t sample) {
+          Audit::enable(std::move(library_dirs), std::move(cwd), sample);
+        });
   m.def("report_enabled", [] { return Audit::get() != nullptr; });
   py::tuple kinds(kHazardKinds);  // the one list of kinds; _report.py's tables follow it
   for (int k = 0; k < kHazardKinds; ++k) {
@@ -97,6 +111,7 @@ void def_audit(py::module_& m) {
   m.def("audit_host_function", [] { audit().note_host_function(); });
   m.def("report_data", &report_data);
   m.def("report_checks", &report_checks);
+  m.def("audit_sizes", &audit_sizes);
   m.def("report_close", [] { audit().close(); });
 }
 #else

@@ -29,6 +29,7 @@ __all__ = [
     "pool_stats",
     "mode",
     "report",
+    "report_now",
     "host_empty_cache",
     "host_memory_stats",
     "reset_accumulated_host_memory_stats",
@@ -123,7 +124,8 @@ def activate() -> Activation:
         if report is not None and not ext.audit_built:
             _report.warn_compiled_out()
         elif report is not None:  # before the allocator is made: csrc/audit/audit.h
-            ext.enable_report(_report.library_dirs(), os.getcwd())
+            _report.interval()  # a bad value raises here, naming the fix, before anything is on
+            ext.enable_report(_report.library_dirs(), os.getcwd(), _report.sample())
         from . import _hooks
 
         # The graph hooks go in before the allocator is registered: if they cannot, this raises
@@ -193,6 +195,21 @@ def report(wait: float = 0.0) -> dict[str, Any]:
     from . import _report
 
     return _report.data(_ext, wait_s=wait)
+
+
+def report_now() -> dict[str, Any]:
+    """Write the audit report now, for a process that must not stop (a server): prints it to
+    stderr and writes it to the report path (with ``TORCH_NPU_PINPOOL_REPORT_INTERVAL_S``, one
+    more line there; else the JSON document, which the exit rewrites). Returns it, as
+    :func:`report`. SIGUSR2 does the same, unless the program handles SIGUSR2 itself. Raises
+    ``RuntimeError`` when the report is off."""
+    from . import _report_writer
+
+    if _ext is not None and not _ext.audit_built:
+        from ._report import COMPILED_OUT
+
+        raise RuntimeError(COMPILED_OUT)
+    return _report_writer.report_now()
 
 
 def _autoload() -> None:

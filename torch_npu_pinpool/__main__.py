@@ -1,7 +1,7 @@
 """The command line: ``python -m torch_npu_pinpool COMMAND``.
 
 ``doctor``: versions, mode, whether the plugin is active (and why not), a self-test capture.
-``audit [--json PATH] -- PROGRAM [ARGS...]``: run a program with the audit report on
+``audit [--json PATH] [--interval S] -- PROGRAM [ARGS...]``: run a program with the audit report on
 (``_audit.py``).
 """
 

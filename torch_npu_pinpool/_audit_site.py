@@ -6,6 +6,8 @@ first on the program's ``PYTHONPATH``. At interpreter start it
 * runs the ``sitecustomize`` it shadows, if there is one;
 * activates torch_npu_pinpool right after the program imports torch_npu: also with
   ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` and when the program never imports torch_npu_pinpool;
+* once activated, notes its command line in ``TORCH_NPU_PINPOOL_AUDIT_DIR`` (``proc-PID.txt``,
+  for the command's per-process summary);
 * at exit, notes in ``TORCH_NPU_PINPOOL_AUDIT_DIR`` why the plugin is not active, if the program
   imported torch_npu and it is not.
 
@@ -46,8 +48,22 @@ def _activate() -> None:
 
         if torch_npu_pinpool.activate() is torch_npu_pinpool.Activation.SWITCHED_OFF:
             _failure = "TORCH_NPU_PINPOOL=0 turns it off"
+            return
     except Exception as e:
         _failure = f"{type(e).__name__}: {e}"
+        return
+    _note("proc", " ".join(sys.argv))
+
+
+def _note(what: str, text: str) -> None:
+    audit_dir = os.environ.get("TORCH_NPU_PINPOOL_AUDIT_DIR")
+    if not audit_dir:
+        return
+    try:
+        with open(os.path.join(audit_dir, f"{what}-{os.getpid()}.txt"), "w") as f:
+            f.write(f"{text}\n")
+    except OSError:
+        pass
 
 
 class _ActivateAfterTorchNpu:
@@ -79,11 +95,7 @@ def _note_why_not_active() -> None:
     if plugin is not None and plugin.is_active():
         return
     reason = _failure or "torch_npu_pinpool did not load"
-    try:
-        with open(os.path.join(audit_dir, f"status-{os.getpid()}.txt"), "w") as f:
-            f.write(f"{' '.join(sys.argv)}\n{reason}\n")
-    except OSError:
-        pass
+    _note("status", f"{' '.join(sys.argv)}\n{reason}")
 
 
 _run_shadowed_sitecustomize()

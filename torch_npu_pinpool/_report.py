@@ -8,7 +8,6 @@ new row, or a wider range on an existing one; nothing else changes.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -19,6 +18,8 @@ from typing import Any
 from ._version import major_minor
 
 ENV = "TORCH_NPU_PINPOOL_REPORT"
+INTERVAL_ENV = "TORCH_NPU_PINPOOL_REPORT_INTERVAL_S"  # one JSON line per interval (_report_writer)
+SAMPLE_ENV = "TORCH_NPU_PINPOOL_REPORT_SAMPLE"  # compare one copy / replay in N
 # Set by `python -m torch_npu_pinpool audit` for the processes it runs: where they note that
 # the plugin could not be activated (see _audit_site.py).
 AUDIT_DIR_ENV = "TORCH_NPU_PINPOOL_AUDIT_DIR"
@@ -229,10 +230,13 @@ def checked(ext: Any) -> str:
             f"{_release(COPY_DIRECTION_TORCH)}"
         )
     c = ext.report_checks()
-    return (
+    out = (
         f"compared at completion: {c['copies']} H2D copies and {c['replays']} replays; not "
         f"checked: {c['unchecked']} reads, {c['pending']} still queued"
     )
+    if c.get("skipped"):
+        out += f", {c['skipped']} left out by sampling ({SAMPLE_ENV})"
+    return out
 
 
 def _size(n: float) -> str:
@@ -361,28 +365,43 @@ def write_json(report: dict[str, Any], path: str) -> None:
         f.write("\n")
 
 
+def _positive(name: str, value: str, kind: type) -> Any:
+    """``value`` of variable ``name`` as a positive ``kind``; a ValueError naming the fix."""
+    try:
+        number = kind(value)
+    except ValueError:
+        number = 0
+    if not number > 0 or number != number or number == float("inf"):
+        raise ValueError(
+            f"torch_npu_pinpool: {name}={value!r} is not a positive "
+            f"{'number of seconds' if kind is float else 'whole number'}; set it to e.g. "
+            f"{'10' if kind is float else '16'}, or unset it."
+        )
+    return number
+
+
+def interval() -> float | None:
+    """``TORCH_NPU_PINPOOL_REPORT_INTERVAL_S``: seconds between a process's report lines, or
+    None (unset or empty: the report is written at exit only)."""
+    value = os.environ.get(INTERVAL_ENV, "").strip()
+    return _positive(INTERVAL_ENV, value, float) if value else None
+
+
+def sample() -> int:
+    """``TORCH_NPU_PINPOOL_REPORT_SAMPLE``: compare one H2D copy / replay in N
+    (csrc/audit/audit.cpp, Note [Sampled checks]); 1 (every one) when unset."""
+    value = os.environ.get(SAMPLE_ENV, "").strip()
+    return _positive(SAMPLE_ENV, value, int) if value else 1
+
+
 def quiet_here() -> None:
     """No report from this process (the `audit` command itself, which runs the program)."""
     global _quiet
     _quiet = True
 
 
-def at_exit(ext: Any, setting: str) -> None:
-    """Print the report to stderr (and write the JSON) once the program is done."""
-    if _quiet:
-        return
-    try:
-        report = data(ext, wait_s=EXIT_WAIT_S)
-        ext.report_close()  # the runtime goes down next: no check reads host memory after this
-    except Exception as e:  # never turn a clean exit into a traceback
-        print(f"torch_npu_pinpool: no report: {e}", file=sys.stderr)
-        return
-    print(text(report, checked(ext)), file=sys.stderr, flush=True)
-    if setting:
-        try:
-            write_json(report, json_path(setting))
-        except OSError as e:
-            print(f"torch_npu_pinpool: could not write the report: {e}", file=sys.stderr)
+def is_quiet() -> bool:
+    return _quiet
 
 
 def start(ext: Any, setting: str) -> None:
@@ -390,4 +409,6 @@ def start(ext: Any, setting: str) -> None:
     kinds = tuple(ext.hazard_kinds)
     if tuple(KIND_TEXT) != kinds or any(row.kind not in kinds for row in NATIVE):
         raise RuntimeError(f"torch_npu_pinpool: _report.py's kinds are not the extension's {kinds}")
-    atexit.register(at_exit, ext, setting)
+    from . import _report_writer
+
+    _report_writer.start(ext, setting, interval())

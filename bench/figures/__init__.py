@@ -26,10 +26,11 @@ from . import (
     p10_report,
     p11_pins,
     p12_peak_bytes,
+    p13_sampled_audit,
 )
 
 _ORDER = (p1_eager, p2_capture, p3_cycles, p4_footprint, p5_decode, p6_large, p7_fastpath,
-          p8_copy_guard, p9_many_graphs, p10_report, p11_pins, p12_peak_bytes)
+          p8_copy_guard, p9_many_graphs, p10_report, p11_pins, p12_peak_bytes, p13_sampled_audit)
 FIGURES = {m.NAME: m for m in _ORDER}
 
 # Shared defaults of every figure's settings (a figure's SETTINGS may override them).

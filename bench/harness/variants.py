@@ -18,6 +18,8 @@ class Variant:
     env: dict = field(default_factory=dict)  # set in the worker's environment
 
 
+AUDIT_SAMPLE = 64  # the sampled variant compares one copy / replay in this many (P13)
+
 VARIANTS = {
     "native": Variant("torch_npu's own pinned host allocator (TORCH_NPU_PINPOOL=0)", False,
                       {"TORCH_NPU_PINPOOL": "0"}),
@@ -29,5 +31,10 @@ VARIANTS = {
     "report": Variant("torch_npu_pinpool with the audit report on (TORCH_NPU_PINPOOL_REPORT=1)",
                       True, {"TORCH_NPU_PINPOOL": "1", "TORCH_NPU_PINPOOL_COPY_GUARD": "1",
                              "TORCH_NPU_PINPOOL_REPORT": "1"}),
+    "sampled": Variant("torch_npu_pinpool with the audit report sampled "
+                       f"(TORCH_NPU_PINPOOL_REPORT_SAMPLE={AUDIT_SAMPLE})", True,
+                       {"TORCH_NPU_PINPOOL": "1", "TORCH_NPU_PINPOOL_COPY_GUARD": "1",
+                        "TORCH_NPU_PINPOOL_REPORT": "1",
+                        "TORCH_NPU_PINPOOL_REPORT_SAMPLE": str(AUDIT_SAMPLE)}),
 }
 BASELINE = "native"

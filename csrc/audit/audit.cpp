@@ -125,11 +125,43 @@ const char* hazard_name(Hazard kind) {
 
 // ---------------------------------------------------------------------------------------
 // The record
+//
+// Note [Bounded audit state]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A server runs for days: the record stays within a bound that does not grow with the number of
+// copies, replays or pins, only with what is alive or with the program's code:
+//   * per block: one BlockFacts (~64 B) while its tensor lives, or a check of it is in flight,
+//     or a live graph's captured copy uses it. It is forgotten when its tensor dies
+//     (tensor_freed) with none of that left, else when the last of it ends (finish_check): at
+//     most the blocks the allocator hands out at once plus those still queued - a block is
+//     reused only once its copies completed, so a forgotten block comes back as a new one. Only
+//     a block whose probe failed stays (it counts as written for good: rare, and bounded by the
+//     allocator's blocks);
+//   * per graph: one GraphFacts while the graph lives (graph_died erases it);
+//   * per kind: counts and at most kMaxSites sites; shapes are a fixed set;
+//   * sites (audit_sites.cpp): one string per (file, line) that pinned, copied or replayed, and
+//     one cached entry per code object met on the way: bounded by the program's code;
+//   * released and failed pool ids: at most kMaxRememberedPools each (the oldest go first: a
+//     capture into a pool id forgotten so is not counted, never counted wrongly);
+//   * checks in flight: one per queued copy or replay (the runtime's own queue bounds them).
+// audit_sizes() (the binding) shows each of these; test/pinpool/test_audit_server.py checks
+// they stay flat over a long copy loop that keeps pinning new blocks.
+constexpr size_t kMaxRememberedPools = 1024;
+
+template <typename T>
+void remember(std::vector<T>& list, const T& value) {
+  if (list.size() >= kMaxRememberedPools) {
+    list.erase(list.begin());
+  }
+  list.push_back(value);
+}
 
 namespace {
 struct BlockFacts {
   SiteId alloc_site{kNoSite};
   uint32_t device_writes{0};     // queued copies / replays that write it and have not finished
+  uint32_t reads_in_flight{0};   // checks of reads of it waiting for their copy / replay
+  bool freed{false};             // its tensor died (Note [Bounded audit state])
   uint64_t write_epoch{0};       // device writes ever enqueued into it
   bool stream_used{false};       // a pool block a stream used since it was last free
   const void* pool{nullptr};     // its graph pool, once a captured copy used it
@@ -193,14 +225,32 @@ ReplayCheck::~ReplayCheck() {
   }
 }
 
-Audit::Audit(std::vector<std::string> library_dirs, std::string cwd)
-    : state_(new State()), sites_(make_sites(std::move(library_dirs), std::move(cwd))) {}
+Audit::Audit(std::vector<std::string> library_dirs, std::string cwd, uint32_t sample)
+    : state_(new State()),
+      sites_(make_sites(std::move(library_dirs), std::move(cwd))),
+      sample_(std::max<uint32_t>(sample, 1)) {}
 
-void Audit::enable(std::vector<std::string> library_dirs, std::string cwd) {
+void Audit::enable(std::vector<std::string> library_dirs, std::string cwd, uint32_t sample) {
   static std::once_flag once;
   std::call_once(once, [&] {
-    g_audit.store(new Audit(std::move(library_dirs), std::move(cwd)));  // leaked with the allocator
+    // Leaked with the allocator.
+    g_audit.store(new Audit(std::move(library_dirs), std::move(cwd), sample));
   });
+}
+
+// Note [Sampled checks]
+// ~~~~~~~~~~~~~~~~~~~~~
+// TORCH_NPU_PINPOOL_REPORT_SAMPLE=N compares one H2D copy or replay in N (a process-wide count:
+// the 1st, the N+1st, ...); the others cost one atomic increment - no site, no checksum, no
+// probe. Device writes are still tracked on every copy and replay (a sampled read must know
+// whether a device write overlapped it), and every other kind is counted as without sampling.
+// A race that happens on every step is reported within N steps of its first; one that happens
+// on a fraction f of the steps, after about N / f steps.
+bool Audit::sampled_out() {
+  if (sample_ == 1) {
+    return false;
+  }
+  return sample_tick_.fetch_add(1, std::memory_order_relaxed) % sample_ != 0;
 }
 
 Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
@@ -260,7 +310,38 @@ CopyScope::HostSide copy_in(void* block, size_t block_size) {
 void Audit::allocated(void* block) {
   const SiteId site = site_here();
   std::lock_guard<std::mutex> lock(mutex_);
-  state_->blocks[block].alloc_site = site;
+  BlockFacts& facts = state_->blocks[block];
+  facts.alloc_site = site;
+  facts.freed = false;
+}
+
+void Audit::tensor_freed(void* block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = state_->blocks.find(block);
+  if (it != state_->blocks.end()) {
+    it->second.freed = true;
+    forget_if_idle(block);
+  }
+}
+
+// Note [Bounded audit state]: drops the block's record once nothing in it is needed any more.
+void Audit::forget_if_idle(void* block) {
+  auto it = state_->blocks.find(block);
+  if (it == state_->blocks.end()) {
+    return;
+  }
+  BlockFacts& facts = it->second;
+  if (!facts.freed || facts.device_writes > 0 || facts.reads_in_flight > 0 || facts.stream_used ||
+      facts.pool != nullptr) {
+    return;
+  }
+  auto& users = facts.graphs;
+  users.erase(std::remove_if(users.begin(), users.end(),
+                             [&](uint64_t graph) { return state_->live_graphs.count(graph) == 0; }),
+              users.end());
+  if (users.empty()) {
+    state_->blocks.erase(it);
+  }
 }
 
 void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
@@ -286,15 +367,21 @@ void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
   }
   uint64_t epoch = 0;
   SiteId alloc_site = kNoSite;
+  const bool skip = sampled_out();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const BlockFacts& facts = state_->blocks[block];
+    if (skip) {
+      state_->counts.skipped += 1;
+      return;
+    }
+    BlockFacts& facts = state_->blocks[block];
     if (side.len == 0 || facts.device_writes > 0 || host_functions_.load() || !probes_available()) {
       state_->counts.unchecked += 1;
       return;
     }
     epoch = facts.write_epoch;
     alloc_site = facts.alloc_site;
+    facts.reads_in_flight += 1;
   }
   const HostRange range{side.ptr, side.len, block};
   check->reads.push_back({range, checksum(range.ptr, range.len), epoch, alloc_site});
@@ -373,7 +460,11 @@ void Audit::freed(void* block, size_t block_size, bool pool_block) {
 
 void Audit::pool_block_settled(void* block, size_t block_size) {
   std::lock_guard<std::mutex> lock(mutex_);
-  BlockFacts& facts = state_->blocks[block];
+  auto it = state_->blocks.find(block);
+  if (it == state_->blocks.end()) {
+    return;
+  }
+  BlockFacts& facts = it->second;
   if (facts.stream_used) {
     facts.stream_used = false;
     if (state_->failed_pools.count(facts.pool) == 0) {  // else: counted with its failed capture
@@ -412,7 +503,7 @@ void Audit::capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint
   }
   if (id != MempoolId{0, 0} &&
       std::find(state.failed_ids.begin(), state.failed_ids.end(), id) == state.failed_ids.end()) {
-    state.failed_ids.push_back(id);
+    remember(state.failed_ids, id);
   }
   if (blocks == 0) {
     return;
@@ -436,16 +527,21 @@ void Audit::capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint
 void Audit::pool_released(MempoolId id, const void* pool) {
   std::lock_guard<std::mutex> lock(mutex_);
   State& state = *state_;
+  std::vector<void*> left;
   for (auto& [block, facts] : state.blocks) {
     if (facts.pool == pool) {
       facts.pool = nullptr;  // the pool goes; its address may be a new pool's next
+      left.push_back(block);
     }
+  }
+  for (void* block : left) {
+    forget_if_idle(block);
   }
   const bool failed = state.failed_pools.erase(pool) > 0 ||
                       std::find(state.failed_ids.begin(), state.failed_ids.end(), id) !=
                           state.failed_ids.end();  // Note [Failed captures]: never released
   if (state.pools_with_used_blocks.erase(pool) > 0 && id != MempoolId{0, 0} && !failed) {
-    state.released_pools.push_back(id);
+    remember(state.released_pools, id);
   }
 }
 
@@ -486,6 +582,7 @@ std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
   auto check = std::make_unique<Check>();
   check->replay = true;
   c10::DeviceIndex device = -1;
+  const bool skip = sampled_out();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = state_->graphs.find(graph);
@@ -494,16 +591,24 @@ std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
     }
     const GraphFacts& facts = it->second;
     device = facts.device;
-    state_->counts.unchecked += facts.unknown_reads;
+    if (skip) {
+      state_->counts.skipped += 1;
+    } else {
+      state_->counts.unchecked += facts.unknown_reads;
+    }
     for (const HostRange& range : facts.reads) {
+      if (skip) {
+        break;
+      }
       const bool written_by_graph =
           std::find(facts.writes.begin(), facts.writes.end(), range.block) != facts.writes.end();
-      const BlockFacts& block = state_->blocks[range.block];
+      BlockFacts& block = state_->blocks[range.block];
       if (written_by_graph || block.device_writes > 0 || host_functions_.load() ||
           !probes_available()) {
         state_->counts.unchecked += 1;
         continue;
       }
+      block.reads_in_flight += 1;
       check->reads.push_back({range, 0, block.write_epoch, block.alloc_site});
     }
     for (void* block : facts.writes) {
@@ -562,7 +667,8 @@ void Audit::finish_check(void* arg, bool completed) {
     bool compared = false;
     for (size_t i = 0; i < check->reads.size(); ++i) {
       const Check::Read& read = check->reads[i];
-      const BlockFacts& block = state.blocks[read.range.block];
+      BlockFacts& block = state.blocks[read.range.block];  // kept while the read is in flight
+      block.reads_in_flight -= 1;
       if (!look || block.write_epoch != read.write_epoch) {
         state.counts.unchecked += 1;
         continue;
@@ -582,6 +688,12 @@ void Audit::finish_check(void* arg, bool completed) {
         written.device_writes -= 1;
       }
     }
+    for (const Check::Read& read : check->reads) {
+      audit->forget_if_idle(read.range.block);
+    }
+    for (void* block : check->writes) {
+      audit->forget_if_idle(block);
+    }
   }
   audit->in_flight_.fetch_sub(1);
 }
@@ -589,6 +701,14 @@ void Audit::finish_check(void* arg, bool completed) {
 // The work of `arg` was never enqueued (the replay raised before it).
 void Audit::drop_check(void* arg) {
   auto* check = static_cast<Check*>(arg);
+  Audit* audit = get();
+  {
+    std::lock_guard<std::mutex> lock(audit->mutex_);
+    for (const Check::Read& read : check->reads) {
+      audit->state_->blocks[read.range.block].reads_in_flight -= 1;
+      audit->forget_if_idle(read.range.block);
+    }
+  }
   check->reads.clear();  // nothing was read: neither checked nor unchecked
   finish_check(check, /*completed=*/true);
 }
@@ -620,6 +740,19 @@ std::vector<HazardTally> Audit::tallies(double wait_s) {
   for (size_t k = 0; k < out.size(); ++k) {
     out[k].sites = site_names(ids[k]);
   }
+  return out;
+}
+
+AuditSizes Audit::sizes() {
+  AuditSizes out;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out.blocks = state_->blocks.size();
+    out.graphs = state_->graphs.size();
+    out.remembered_pools = state_->released_pools.size() + state_->failed_ids.size();
+  }
+  out.in_flight = in_flight_.load();
+  std::tie(out.sites, out.code_objects) = site_sizes();
   return out;
 }
 

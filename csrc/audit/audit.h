@@ -80,6 +80,17 @@ struct CheckCounts {
   uint64_t replays{0};    // replays whose pinned inputs were compared at completion
   uint64_t unchecked{0};  // H2D reads that could not be (Note [What written_while_queued sees])
   uint64_t pending{0};    // checks still waiting for their copy / replay
+  uint64_t skipped{0};    // H2D copies and replays left out by sampling (Note [Sampled checks])
+};
+
+// The size of the audit's own record (Note [Bounded audit state]): what audit_sizes() shows.
+struct AuditSizes {
+  uint64_t blocks{0};            // per-block records
+  uint64_t graphs{0};            // per-graph records (captured reads and writes)
+  uint64_t sites{0};             // interned (file, line) sites
+  uint64_t code_objects{0};      // code objects whose file is cached
+  uint64_t remembered_pools{0};  // released and failed pool ids remembered
+  uint64_t in_flight{0};         // checks waiting for their copy / replay
 };
 
 // A replay's check between Audit::replay_begin and replay_end; dropped without replay_end (the
@@ -104,7 +115,8 @@ class Audit final : public AllocatorObserver {
 
   // Turns the report on (once; before activate()). Frames of files under `library_dirs`
   // (torch, torch_npu, this package) are not the user's; sites under `cwd` are shown relative.
-  static void enable(std::vector<std::string> library_dirs, std::string cwd);
+  // `sample`: compare one H2D copy / replay in `sample` (Note [Sampled checks]); 1: every one.
+  static void enable(std::vector<std::string> library_dirs, std::string cwd, uint32_t sample);
   static Audit* get();  // null unless enabled
 
   // --- sites (audit_sites.cpp): the innermost frame of the calling thread outside the
@@ -113,6 +125,7 @@ class Audit final : public AllocatorObserver {
 
   // --- AllocatorObserver (Note [Audit hooks]): what the allocator tells the report.
   void allocated(void* block) override;
+  void tensor_freed(void* block) override;  // Note [Bounded audit state]
   void used_by_copy(void* block, size_t block_size, const Stream& stream) override;
   void used_by_capture(void* block, size_t block_size, const void* pool, uint64_t graph,
                        c10::DeviceIndex device) override;
@@ -138,6 +151,7 @@ class Audit final : public AllocatorObserver {
   // --- the report: every kind, in order. wait: give queued checks up to `wait_s` seconds.
   std::vector<HazardTally> tallies(double wait_s);
   CheckCounts check_counts();
+  AuditSizes sizes();
   // No check reads host memory after this (the process is exiting).
   void close() { closing_.store(true); }
 
@@ -150,8 +164,11 @@ class Audit final : public AllocatorObserver {
   struct Sites;  // audit_sites.cpp
 
  private:
-  Audit(std::vector<std::string> library_dirs, std::string cwd);
+  Audit(std::vector<std::string> library_dirs, std::string cwd, uint32_t sample);
   static Sites* make_sites(std::vector<std::string> library_dirs, std::string cwd);
+  std::pair<uint64_t, uint64_t> site_sizes();  // (sites, code objects); GIL taken
+  bool sampled_out();                          // Note [Sampled checks]
+  void forget_if_idle(void* block);            // mutex_ held; Note [Bounded audit state]
   void add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites,
            uint64_t count = 1);
   void add_sites(Hazard kind, const std::vector<SiteId>& sites);
@@ -164,6 +181,8 @@ class Audit final : public AllocatorObserver {
   std::atomic<bool> host_functions_{false};
   std::atomic<bool> closing_{false};
   std::atomic<uint64_t> in_flight_{0};
+  const uint32_t sample_;
+  std::atomic<uint64_t> sample_tick_{0};
 };
 
 }  // namespace torch_npu_pinpool

@@ -117,6 +117,16 @@ SiteId Audit::site_here() {
   return site;
 }
 
+std::pair<uint64_t, uint64_t> Audit::site_sizes() {
+  if (!Py_IsInitialized()) {
+    return {0, 0};
+  }
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  const std::pair<uint64_t, uint64_t> out{sites_->ids.size(), sites_->files.size()};
+  PyGILState_Release(gil);
+  return out;
+}
+
 std::vector<std::string> Audit::site_names(const std::vector<SiteId>& ids) {
   std::vector<std::string> out;
   if (!Py_IsInitialized()) {

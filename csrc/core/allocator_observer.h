@@ -22,6 +22,9 @@ class AllocatorObserver {
   virtual void allocated(void* block) = 0;
   // An eager copy (its stream not capturing), before ATen records its event.
   virtual void used_by_copy(void* block, size_t block_size, const Stream& stream) = 0;
+  // Unlocked: the tensor of any block died, before the allocator caches or frees the block
+  // (Note [Bounded audit state]).
+  virtual void tensor_freed(void* block) = 0;
   // Locked. `pool`: the block's graph pool, or null.
   virtual void used_by_capture(void* block, size_t block_size, const void* pool, uint64_t graph,
                                c10::DeviceIndex device) = 0;

@@ -203,6 +203,9 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
     return;
   }
   auto* block = static_cast<PinBlock*>(ctx);
+  if (C10_UNLIKELY(observer_ != nullptr)) {  // before another thread may get the block
+    observer_->tensor_freed(block->ptr_);
+  }
   if (C10_LIKELY(block->pool_ == nullptr && block->state() == BlockState::kInUse &&
                  captures_underway_.load(std::memory_order_relaxed) == 0)) {
     free_eager(block);

@@ -249,9 +249,11 @@ def _audit(tmp_path, *program: str, env: dict[str, str] | None = None, json_path
 
 
 def _json(path) -> dict:
+    """The command's --json file without {pid}: the merged report (a process's own keys, and
+    each process's totals)."""
     with open(path) as f:
         report = json.load(f)
-    assert set(report) == {"torch_npu", "plugin", "hazards"}
+    assert set(report) == {"torch_npu", "plugin", "hazards", "processes"}
     assert [h["kind"] for h in report["hazards"]] == KINDS
     for h in report["hazards"]:
         assert set(h) == {"kind", "count", "bytes", "affects", "sites"}

@@ -48,8 +48,20 @@ def test_no_command_is_a_usage_error(tmp_path):
 def test_audit_help_prints_usage(tmp_path, flag):
     r = _cli("audit", flag, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "usage: python -m torch_npu_pinpool audit [--json PATH] -- PROGRAM" in r.stdout
-    assert "--json PATH" in r.stdout
+    usage = "usage: python -m torch_npu_pinpool audit [--json PATH] [--interval S] -- PROGRAM"
+    assert usage in r.stdout
+    assert "--json PATH" in r.stdout and "--interval S" in r.stdout
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf"])
+def test_audit_interval_must_be_positive_seconds(tmp_path, value):
+    """A bad --interval is a usage error naming the option; the program does not run."""
+    marker = tmp_path / "ran"
+    program = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    r = _cli("audit", "--interval", value, "--", *program, cwd=tmp_path)
+    assert r.returncode == 2
+    assert "--interval" in r.stderr and "positive number of seconds" in r.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(

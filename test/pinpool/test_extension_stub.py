@@ -16,6 +16,7 @@ AUDIT_ONLY = {
     "report_data",
     "report_checks",
     "report_close",
+    "audit_sizes",
     "hazard_kinds",
 }
 SANITIZED_ONLY = {"inject_sanitizer_report"}

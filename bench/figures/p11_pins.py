@@ -75,20 +75,10 @@ def summarize(runs: stats.Runs) -> list[dict]:
     rows = []
     requests = runs.first("values", "requests", "plugin") or SETTINGS["requests"]
     for k, sizes in BANDS.items():
-        native = [x for x in runs.values(k, "native") if x is not None]
         slack = shared_classes(sizes)
-        most = min(native) + slack * 1000 / requests if native else None
-        rows.append(
-            stats.value_row(
-                runs,
-                k,
-                f"{k}: pins per 1,000 requests",
-                "pins",
-                readme=True,
-                check=None if most is None else (lambda x, most=most: x <= most),
-                target=f"plugin <= native + {slack}" if slack else "plugin <= native",
-            )
-        )
+        target = f"plugin <= native + {slack}" if slack else "plugin <= native"
+        rows.append(stats.at_most_native_row(runs, k, f"{k}: pins per 1,000 requests", "pins",
+                                             slack * 1000 / requests, target, readme=True))
     return rows
 
 

@@ -75,19 +75,7 @@ def measure(ctx) -> dict:
 
 
 def summarize(runs: stats.Runs) -> list[dict]:
-    rows = []
-    for k in sequences({**SETTINGS, "random_requests": 1}):
-        native = [x for x in runs.values(k, "native") if x is not None]
-        least = min(native) if native else None
-        rows.append(
-            stats.value_row(
-                runs,
-                k,
-                f"{k}: peak pinned MiB",
-                "B",
-                readme=True,
-                check=None if least is None else (lambda x, least=least: x <= least),
-                target="plugin <= native",
-            )
-        )
-    return rows
+    return [
+        stats.at_most_native_row(runs, k, f"{k}: peak pinned MiB", "B", readme=True)
+        for k in sequences({**SETTINGS, "random_requests": 1})
+    ]

@@ -147,6 +147,15 @@ def value_row(runs: Runs, key: str, label: str, unit: str, *,
     return row(label, unit, cells, target=target, verdict=verdict, **extra)
 
 
+def at_most_native_row(runs: Runs, key: str, label: str, unit: str, slack: float = 0,
+                       target: str = "plugin <= native", **extra) -> dict:
+    """A value row whose check is: every plugin trial <= the least native trial + ``slack``."""
+    native = [x for x in runs.values(key, "native") if x is not None]
+    most = min(native) + slack if native else None
+    check = None if most is None else (lambda x: x <= most)
+    return value_row(runs, key, label, unit, check=check, target=target, **extra)
+
+
 def worst(verdicts: Iterable[str | None]) -> str | None:
     """The figure's verdict: MISS if any row misses, else within spread if any is, else meets."""
     vs = [v for v in verdicts if v]

@@ -47,7 +47,10 @@ def test_large_block_in_capture(scenario):
     r = scenario("large_size", env={"LARGE_BYTES": str(N), "LARGE_IN_CAPTURE": "1"}).result
     assert r["values"] == [3], r
     assert r["is_pinned"]
-    assert N <= r["pool"] <= N * 1.02, r
+    if _torch_has_round_threshold():
+        assert N <= r["pool"] <= N * 1.02, r
+    else:  # torch_npu's backing store pins a power of two, and the pool says so
+        assert r["pool"] == 64 * MiB, r
 
 
 @pytest.mark.simulator
@@ -74,10 +77,10 @@ def test_two_sizes_in_one_bucket(scenario, plugin):
     r = scenario("large_two_sizes", env=env).result
     for mode in ("eager", "capture"):
         assert r[mode]["tail"] == 5, r
-        # Exact-size blocks: the 40 MiB one cannot hold 48 MiB. Without the threshold the
-        # plugin gives the idle 40 MiB block back to torch_npu, which holds it as 64 MiB and may
-        # hand that same address out again for 48 MiB: no overflow there.
-        if plugin and (mode == "capture" or _torch_has_round_threshold()):
+        # Exact-size blocks: the 40 MiB one cannot hold 48 MiB. Without c10's threshold (torch
+        # < 2.13) every block, a capture's too, is 64 MiB, as torch_npu pins it: reusing that
+        # address for 48 MiB is no overflow.
+        if plugin and _torch_has_round_threshold():
             assert not r[mode]["reused_smaller"], r
         # natively both round to 64 MiB, so reusing the address is no overflow
 

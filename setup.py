@@ -149,7 +149,7 @@ def _extensions(info: dict):
     include = os.path.join(root, "include")
     # The ACL headers' root moved inside the wheel (see csrc/runtime/version_shim.h).
     candidates = [include, os.path.join(include, "third_party", "acl", "inc")]
-    include_dirs = ["csrc"] + [d for d in candidates if os.path.isdir(d)]
+    include_dirs = [os.path.join(HERE, "csrc")] + [d for d in candidates if os.path.isdir(d)]
     lib_dir = os.path.join(root, "lib")
     san_compile, san_link, san_macros = _sanitizer_args()
     ext = CppExtension(
@@ -168,7 +168,9 @@ def _extensions(info: dict):
             *san_link,
         ],
     )
-    return [ext], {"build_ext": _always_compiled(BuildExtension.with_options(use_ninja=False))}
+    # ninja compiles the sources in parallel (MAX_JOBS, default: every core); without ninja on
+    # the build's path torch falls back to compiling them one by one.
+    return [ext], {"build_ext": _always_compiled(BuildExtension)}
 
 
 # Note [No stale extension]: `pip install .` builds in the checkout's build/, and setuptools skips

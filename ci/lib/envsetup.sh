@@ -109,7 +109,7 @@ mkdir -p "$ENVS" || die "creating $ENVS" "set PINPOOL_ENV_ROOT to a writable dir
 # Test dependencies installed into every env. ruff lints in ci/test.sh; matplotlib plots in bench/;
 # protobuf: `import torchair` (TorchAir, inside torch_npu) loads its GE IR definitions with it.
 TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel ninja matplotlib ruff protobuf)
-# aarch64: no lint, plots or ninja there (ci/test.sh lints on x86; the build does not use ninja).
+# aarch64: no lint or plots there (ci/test.sh lints on x86; the isolated build gets its own ninja).
 [[ "$ARCH" == aarch64 ]] && TEST_DEPS=(pytest pytest-xdist numpy pyyaml setuptools wheel protobuf)
 # Bump when the recipe below changes: every cached env is then rebuilt.
 RECIPE=3

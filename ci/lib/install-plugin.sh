@@ -12,9 +12,8 @@
 #
 # So every CI run checks what the README promises: the sdist holds everything a build needs, and
 # a plain isolated `pip install` builds against the installed torch. The cost: the build is
-# never incremental (pip builds an sdist in a fresh temporary directory). Measured on the 2-core
-# CI-type machine: ~75 s per pair for 2.13 and 2.10, against ~6 s for the incremental
-# `pip install --no-build-isolation .` this script ran before.
+# never incremental (pip builds an sdist in a fresh temporary directory); ninja, a build
+# requirement, compiles the sources on every core.
 #
 # PINPOOL_NO_BUILD_ISOLATION=1 adds --no-build-isolation (a machine without PyPI access; the env
 # then needs setuptools and wheel, which ci/sim-env.sh installs).

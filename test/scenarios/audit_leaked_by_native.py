@@ -1,6 +1,6 @@
 """leaked_by_native: CAPTURES graphs, each staging its input through a block pinned inside its
-capture and kept by the caller until the graph is reset; then the tensors go and
-host_empty_cache() runs. torch_npu >= 2.11 alone keeps every such block for good
+capture and kept by the caller until the graph is reset; then the tensors go, the device is
+synchronized and host_empty_cache() runs. torch_npu >= 2.11 alone keeps every such block for good
 (docs/problem.md, defect 1); the plugin gives them back, and the report counts them.
 
 Reports the pinned bytes held before and after, the line of the pin_memory() call and the
@@ -27,6 +27,9 @@ for k in range(CAPTURES):
     torch.npu.synchronize()
     g.reset()
     del h, g
+# A dead graph's blocks go back once an event recorded at its reset on its replay stream has
+# completed (Note [Replay fences]); the synchronize makes that certain at any timing.
+torch.npu.synchronize()
 torch_npu_pinpool.host_empty_cache()
 report(
     {

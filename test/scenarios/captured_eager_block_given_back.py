@@ -48,6 +48,9 @@ with torch.npu.stream(eager):
 graphs = [g]
 del g
 end_graphs(graphs, END)
+# The graph's replays ran on this stream: its death's fence there completes behind nothing
+# (Note [Replay fences]); the eager stream's queued work stays queued.
+torch.npu.current_stream().synchronize()
 torch_npu_pinpool.host_empty_cache()
 held_after = held_bytes()
 torch.npu.synchronize()

@@ -55,6 +55,7 @@ del others
 graphs = [graph_b]
 del graph_b
 end_graphs(graphs, END)
+torch.npu.synchronize()  # the fence recorded at B's end (Note [Replay fences]) completes
 torch_npu_pinpool.host_empty_cache()
 report(
     {"replay_a": replay_a, "replay_b": replay_b, "baseline": baseline, "held_after": held_bytes()}

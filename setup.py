@@ -74,7 +74,14 @@ def _torch_npu_version(root: str) -> str:
 
 
 # Note [Sanitized builds]: TORCH_NPU_PINPOOL_SANITIZE=address,undefined (or =thread) builds the
-# extension instrumented, for ci/lib/sanitize.sh; docs/configuration.md says how to run one.
+# extension instrumented, for ci/lib/sanitize.sh; docs/testing.md says how to run one. A test
+# build, never one to deploy: torch_npu_pinpool._C.sanitizers says what it was built with (""
+# for a normal build), and every process that imports it needs that compiler's sanitizer
+# runtime loaded first, e.g. with gcc (libstdc++ too: python does not link it, and ASan must see
+# it at start to intercept __cxa_throw, which torch_npu uses):
+#   TORCH_NPU_PINPOOL_SANITIZE=address,undefined pip install --no-deps --force-reinstall .
+#   LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)" \
+#     PYTHONMALLOC=malloc python -m torch_npu_pinpool doctor      # prints `sanitized build:`
 SANITIZERS = ("address", "undefined", "thread")
 
 

@@ -20,10 +20,21 @@
 # Per pair: `source ci/sim-env.sh PAIR` (creates / reuses the env), the plugin installed into it
 # (ci/lib/install-plugin.sh, from a per-env copy of the checkout), then
 # `python -m pytest test/`; for the required pairs also the "as a real NPU" leg, with the same
-# plugin: `PINPOOL_TEST_AS_NPU=1 python -m pytest test/pinpool test/stress -m "not simulator"`
-# with SIMCANN_LIB_DIR unset (the simulator's control API hidden), which must pass and must run
-# the tests ci/lib/as_npu_selection.py requires. `ruff check` runs first (once). Exits non-zero if the lint or any
+# plugin: `PINPOOL_TEST_AS_NPU=1 python -m pytest test/pinpool test/stress test/consumers -m "not
+# simulator"` with SIMCANN_LIB_DIR unset (the simulator's control API hidden), which must pass and
+# must run the tests ci/lib/as_npu_selection.py requires. On PINPOOL_REGISTER_PAIR (2.14) the
+# capture, pool-lifetime, stats and pageable-copy tests run again with
+# PYTORCH_NPU_ALLOC_CONF=pinned_mem_register:True and SIMCANN_CANN_VERSION=8.5.0: torch_npu's
+# registered-memory path (malloc + aclrtHostRegisterV2), which it enables only from CANN 8.5.
+# `ruff check` and ci/lib/check_sim_markers.py run first (once). Exits non-zero if the lint or any
 # pair that ran is red; a pair where pytest collected no tests (exit 5) is red.
+#
+# Notices, never failures: a torch_npu release on the index newer than the supported maximum
+# (ci/lib/newer_releases.py; nothing when the index cannot be reached), and a torch release no
+# torch_npu pairs with yet ("PENDING"), whose headers every csrc/ unit is compiled against when
+# their cache exists (ci/lib/compile_check.sh, PINPOOL_NEXT_TORCH). CI runs `.ci/run`, which
+# installs missing build tools and runs this script; GitHub Actions runs every pair weekly
+# (.github/workflows/all-pairs.yml) and the build sweep weekly (builds.yml, one job per line).
 #
 # A pair that names a build (LINE@BUILD, ci/lib/pairs.sh) runs the build check instead of the
 # suite: in the line's env with torch_npu switched to BUILD, the plugin built and installed,
@@ -34,7 +45,8 @@
 #
 # Environment: PINPOOL_PAIRS (pairs to run), PINPOOL_XDIST (pytest-xdist workers; 0 = off;
 # default 2), PINPOOL_ENV_ROOT (where the envs live), PINPOOL_BUDGET_MIN, PINPOOL_LEG_MIN,
-# PINPOOL_RESULTS_DIR (default build/test-results).
+# PINPOOL_RESULTS_DIR (default build/test-results), PINPOOL_SIM_ROOT (ci/lib/envsetup.sh),
+# PINPOOL_ARCH (below), PINPOOL_SANITIZE / PINPOOL_SANITIZE_CI (ci/lib/sanitize_legs.sh).
 #
 # Results: every pytest leg writes its summary (pair, torch / torch_npu builds, commit, date,
 # passed / skipped / failed) to PINPOOL_RESULTS_DIR/LEG.json (ci/lib/leg_summary.py);

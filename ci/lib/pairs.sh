@@ -27,7 +27,7 @@ PINPOOL_CI_PAIRS="2.14 2.10"
 PINPOOL_REGISTER_PAIR="2.14"
 # The aarch64 leg's pairs (PINPOOL_ARCH=aarch64 bash ci/test.sh): vllm-ascend's pin and the
 # newest release (PyPI's aarch64 torch 2.14 is a CUDA 13 build: qemu-user >= 10 and the
-# cross-built ci/lib/cudafix, docs/testing.md "The aarch64 leg").
+# cross-built ci/lib/cudafix: ci/lib/aarch64.sh, ci/lib/envsetup.sh).
 PINPOOL_AARCH64_PAIRS="2.10 2.14"
 # The next torch release, out before its torch_npu (issue #35): ci/test.sh compiles every csrc/
 # unit against its headers and the newest torch_npu's (ci/lib/compile_check.sh) when the header

@@ -1,17 +1,32 @@
-"""vllm-ascend's real classes with the plugin on and the audit on (scenario
+r"""vllm-ascend's real classes with the plugin on and the audit on (scenario
 test/scenarios/vllm_ascend_real.py): its ACLGraphWrapper capturing and replaying FULL graphs in
 the platform's global pool, and its BlockTable / vLLM's CpuGpuBuffer staging inputs through pinned
 host memory, before the graph (as its model runner does) and inside the capture.
 
-Skipped unless vllm and vllm_ascend import in this Python. How to get them (issue #36, measured
-with torch_npu 2.10.0.post7): a venv layered over the 2.10 env (a .pth running
-``site.addsitedir(<2.10 env's site-packages>)``), ``pip install --no-deps vllm==0.23.0`` and
-``COMPILE_CUSTOM_KERNELS=0 SOC_VERSION=ascend910b1 pip install --no-deps --no-build-isolation
-vllm-ascend==0.23.0.post1`` (vllm-ascend 0.23.0 pairs with torch 2.10 / torch_npu
-2.10.0.post4; PyPI's vllm 0.23.0 wheel pins torch 2.11, only its Python is used here), plus the
-pure-Python modules they import (docs/testing.md, "vllm-ascend"). Then run this file with that
-venv's python. vllm-ascend's sleep / wake (CaMemAllocator) is not reachable that way: it needs
-its custom kernels (vllm_ascend_C) and CANN's pyACL (``acl``).
+Skipped unless vllm and vllm_ascend import in this Python. vllm-ascend 0.23.0 pairs with torch
+2.10 / torch_npu 2.10.0.post4 (its requirements.txt); measured with the 2.10 env (torch_npu
+2.10.0.post7) in a venv layered over it (issue #36), so the shared env is not touched::
+
+    python3 -m venv /tmp/envs-vllm
+    SITE=$HOME/.cache/torch_npu_pinpool/envs/2.10/lib/python3.11/site-packages
+    echo "import site; site.addsitedir('$SITE')" \
+        > /tmp/envs-vllm/lib/python3.11/site-packages/_pinpool_210_env.pth
+    /tmp/envs-vllm/bin/pip install --no-deps vllm==0.23.0  # pins torch 2.11: only its Python used
+    /tmp/envs-vllm/bin/pip install setuptools setuptools-scm wheel
+    COMPILE_CUSTOM_KERNELS=0 SOC_VERSION=ascend910b1 \
+        /tmp/envs-vllm/bin/pip install --no-deps --no-build-isolation vllm-ascend==0.23.0.post1
+    /tmp/envs-vllm/bin/pip install -c <(echo torch==2.10.0) transformers==5.5.4
+    /tmp/envs-vllm/bin/pip install --no-deps pydantic pydantic-core typing-inspection \
+        annotated-types regex cbor2 psutil pyzmq msgspec gguf aiohttp multidict attrs yarl \
+        propcache aiohappyeyeballs aiosignal frozenlist requests openai-harmony openai sniffio \
+        py-cpuinfo prometheus-client einops
+    # ... and whatever else `import vllm_ascend.compilation.acl_graph` then names as missing
+    export PINPOOL_SIM_ROOT=/tmp/sim; source ci/sim-env.sh 2.10
+    PYTHONPATH=<the plugin built by ci/upstream.sh 2.10> /tmp/envs-vllm/bin/python \
+        -m pytest test/consumers/test_vllm_ascend.py
+
+vllm-ascend's sleep / wake (CaMemAllocator) is not reachable that way: it needs its custom kernels
+(vllm_ascend_C, built only with the CANN toolkit) and CANN's pyACL (``acl``).
 """
 
 from __future__ import annotations

@@ -520,6 +520,8 @@ def describe(step: Step) -> str:
         return f"{step['id']} = pin({_size(step['nbytes'])}, value={step['value']})"
     if op == "capture":
         src = "a tensor pinned inside" if step["src"] == "inside" else step["src"]
+        if step.get("view") == "strided":
+            src += "[::2] (a staged view copy)"
         return (
             f"{step['gid']} = capture(H2D of {_size(step['nbytes'])} from {src}, value="
             f"{step['value']}, pool={step['pool']}, hooks={'yes' if step['hooks'] else 'no'})"

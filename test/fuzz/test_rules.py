@@ -117,3 +117,44 @@ def test_shrink_candidates_are_valid_and_smaller() -> None:
         for c in cands:
             assert validate(c)
             assert len(c["steps"]) < len(p["steps"]) or c != p
+
+
+def _staged_view_program(activation: str) -> dict:
+    steps = [{"op": "pin", "id": "t0", "nbytes": 4096, "value": 1}]
+    if activation == "late":
+        steps.append({"op": "activate"})
+    steps += [
+        {"op": "capture", "gid": "g0", "pool": "private", "hooks": True, "nbytes": 4096,
+         "value": 1, "src": "t0", "view": "strided"},
+        {"op": "replay", "gid": "g0"},
+    ]
+    return {"activation": activation, "steps": steps}
+
+
+def _staged_view_obs(prog: dict, native: bool, replay_got: int = 1) -> dict:
+    cap = len(prog["steps"]) - 2
+    ran = prog["steps"][: cap + 1] if native else prog["steps"]
+    steps = [{"op": s["op"], "pins": 1, "bytes": 4096, "graphs": 0} for s in ran]
+    copies = []
+    if native:
+        steps[cap]["err"] = {"type": "RuntimeError", "msg": "The Inner error is reported as above"}
+    else:
+        copies = [{"step": cap + 1, "what": "replay g0", "expect": 1, "got": [replay_got]}]
+    return {"settings": "", "settings_end": "", "copies": copies, "steps": steps}
+
+
+def test_a_staged_view_capture_native_refuses_runs_on_and_is_checked_alone() -> None:
+    """Note [Strided pinned copies in capture]: native refuses a strided view's capture, the
+    plugin runs it; its later copies must then deliver the written bytes."""
+    prog = _staged_view_program("import")
+    native = _staged_view_obs(prog, native=True)
+    assert compare.compare(prog, _staged_view_obs(prog, native=False), native) == ("pass", [])
+    verdict, fails = compare.compare(prog, _staged_view_obs(prog, False, replay_got=9), native)
+    assert verdict == "FAIL" and [f.check for f in fails] == ["bytes_delivered"]
+
+
+def test_a_staged_view_of_memory_pinned_before_activation_must_be_refused() -> None:
+    prog = _staged_view_program("late")
+    native = _staged_view_obs(prog, native=True)
+    verdict, fails = compare.compare(prog, _staged_view_obs(prog, native=False), native)
+    assert verdict == "FAIL" and [f.check for f in fails] == ["errors_match"]

@@ -7,6 +7,7 @@ through ``run_isolated``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -124,6 +125,11 @@ def run_isolated() -> Callable[..., Isolated]:
 
 
 SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+# test/scenarios/simctl.py, loaded once by path: its ``available()`` (the tests ask it through
+# ``simulator_api()`` in test/pinpool/_snippets.py) and the simulator leg's record.
+_spec = importlib.util.spec_from_file_location("simctl", os.path.join(SCENARIOS, "simctl.py"))
+simctl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(simctl)
 
 
 def run_scenario(
@@ -207,7 +213,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("sanitizer_injected") is not None and not in_leg:
             item.add_marker(skip_injected)
-        if item.get_closest_marker("npu") is not None and not real:
-            item.add_marker(skip_npu)
+        if item.get_closest_marker("npu") is not None:
+            simctl.record_use(item.nodeid)  # runs in the as-NPU leg, not here: it selects it
+            if not real:
+                item.add_marker(skip_npu)
         if item.get_closest_marker("simulator") is not None and not sim:
             item.add_marker(skip_sim)

@@ -10,7 +10,14 @@ scenario guards its simulator-only extras with `if simctl.available():`.
 A test needs the marker when its body (or module-level code of its file) names simulator state
 or runs such a scenario by a literal name (`scenario("name")` / `run_scenario("name")`). It
 has the marker through `pytestmark`, a decorator, or a `pytest.param(..., marks=...)` of its
-parametrization (the delay variant of a test). Exit 1 with one line per offence.
+parametrization (the delay variant of a test).
+
+And no file of test/pinpool, test/consumers or test/scenarios but simctl.py names the variables
+that make the "as a real NPU" leg (SIMCANN_LIB_DIR, PINPOOL_TEST_AS_NPU): they ask
+`simctl.available()` (a scenario) or `simulator_api()` (a test), which the simulator leg records,
+so that the as-NPU leg runs every test whose path can differ there (ci/lib/as_npu_selection.py).
+test/conftest.py (the markers) and test/stress (every test `simulator`) may.
+Exit 1 with one line per offence.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ SCENARIOS = REPO / "test" / "scenarios"
 SIM_NAMES = {"simctl", "stresslib"}
 SIM_STRINGS = ("SIMCANN_", "simcann_")
 SCENARIO_CALLS = {"scenario", "run_scenario"}
+LEG_VARIABLES = ("SIMCANN_LIB_DIR", "PINPOOL_TEST_AS_NPU")
+LEG_DIRS = ("test/pinpool", "test/consumers", "test/scenarios")
+LEG_READERS = {"test/scenarios/simctl.py"}
 
 
 def _mentions_simulator_marker(node: ast.AST) -> bool:
@@ -106,11 +116,29 @@ def check_file(path: Path) -> list[str]:
     return problems
 
 
+def leg_variable_readers() -> list[str]:
+    """Files that name the as-NPU leg's variables instead of asking simctl.available()."""
+    problems = []
+    for path in sorted(p for d in LEG_DIRS for p in (REPO / d).rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            for var in LEG_VARIABLES:
+                if var in line and rel not in LEG_READERS:
+                    problems.append(
+                        f"{rel}:{lineno}: names {var}: ask simctl.available() (a scenario) or "
+                        "simulator_api() (a test), which the simulator leg records for the "
+                        "as-a-real-NPU leg's selection (ci/lib/as_npu_selection.py)"
+                    )
+    return problems
+
+
 def main(argv: list[str]) -> int:
     files = [Path(a).resolve() for a in argv] or sorted(
         p for d in ("test/pinpool", "test/stress") for p in (REPO / d).glob("test_*.py")
     )
     problems = [msg for f in files for msg in check_file(f)]
+    if not argv:
+        problems += leg_variable_readers()
     for msg in problems:
         print(msg)
     print(

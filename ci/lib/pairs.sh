@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The torch / torch_npu pairs the test environments are built for. Sourced by ci/lib/envsetup.sh
-# and ci/test.sh. One place to change a version.
+# and ci/legs/common.sh (ci/test.sh and its legs). One place to change a version.
 #
 #   PAIR_TORCH     pip requirement for torch
 #   PAIR_NPU       pip requirement for torch_npu

@@ -5,7 +5,7 @@
 #   bash ci/lib/sanitize.sh PAIR KIND STATUS_FILE [pytest args...]    KIND: address | thread
 #
 # ci/test.sh runs it for PINPOOL_SANITIZE=address|thread (every pair of PINPOOL_PAIRS), on the
-# selection of ci/lib/sanitize_legs.sh. What it does, in PAIR's env (ci/sim-env.sh):
+# selection of ci/legs/sanitize.sh. What it does, in PAIR's env (ci/sim-env.sh):
 #   1. the simulator, built with `test/simcann/build.sh --sanitize` into its own directory
 #      ($VIRTUAL_ENV/simcann-sanitize/HASH-KIND; the env's normal build stays as it is);
 #   2. the plugin, built from its sdist with TORCH_NPU_PINPOOL_SANITIZE (setup.py) and installed

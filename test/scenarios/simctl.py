@@ -6,18 +6,62 @@ stronger simulator-only check as an extra, never as its only assertion::
 
     if simctl.available():
         checks["live"] = simctl.host_bytes()
+
+``available()`` is the one question whose answer differs in that leg (the runtime underneath is
+the same simulator, which reads neither variable), so every test and scenario asks it here, or
+through ``simulator_api()`` in ``test/pinpool/_snippets.py``, never the variable itself
+(ci/lib/check_sim_markers.py enforces it). With ``PINPOOL_SIM_API_RECORD=FILE`` (the simulator
+leg, ci/legs/simulator.sh) each process appends the id of the test that asked to FILE:
+ci/lib/as_npu_selection.py picks the as-a-real-NPU leg's tests from it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 _lib = None
+RECORD_ENV = "PINPOOL_SIM_API_RECORD"
+_recorded: set[str] = set()
 
 
 def available() -> bool:
+    """Whether the simulator's control API is visible to this process (``SIMCANN_LIB_DIR`` set)."""
+    record_use()
     return bool(os.environ.get("SIMCANN_LIB_DIR"))
+
+
+def record_use(who: str | None = None) -> None:
+    """Append ``who`` (default: the test running now, ``PYTEST_CURRENT_TEST``, which the
+    scenario processes inherit) to the file ``$PINPOOL_SIM_API_RECORD``, once per process.
+    Asked outside a test (module-level code at collection): the test file whose code asked;
+    failing that ``*``, which selects every test. No variable, no record."""
+    path = os.environ.get(RECORD_ENV)
+    if not path:
+        return
+    if who is None:
+        current = os.environ.get("PYTEST_CURRENT_TEST")  # "NODEID (call)"
+        who = current.rsplit(" (", 1)[0] if current else _asking_test_file()
+    if who in _recorded:
+        return
+    _recorded.add(who)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (who + "\n").encode())  # one write: lines of concurrent processes stay whole
+    finally:
+        os.close(fd)
+
+
+def _asking_test_file() -> str:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.path.basename(name).startswith("test_") and name.endswith(".py"):
+            return os.path.relpath(name, repo)
+        frame = frame.f_back
+    return "*"
 
 
 def lib() -> ctypes.CDLL:

@@ -21,7 +21,6 @@ single-process gloo group stands in for vLLM's distributed init (BlockTable read
 context-parallel group sizes). Env: STEPS (4 replays per size).
 """
 
-import os
 import socket
 
 import torch
@@ -144,9 +143,9 @@ def main() -> dict:
         if h["count"]
     }
     out["checks"] = report_checks()
-    if os.environ.get("SIMCANN_LIB_DIR"):
-        import simctl
+    import simctl
 
+    if simctl.available():
         out["violations"] = simctl.violations()
     return out
 

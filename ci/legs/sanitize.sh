@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A sanitizer leg of ci/test.sh (issue #20; row "PAIR+asan" or "PAIR+tsan"): ci/lib/sanitize.sh
+# does the work (the plugin and the simulator built instrumented, the selection run with the
+# runtime preloaded, every report counted, the injected defects caught; its header says how).
+#
+#   bash ci/legs/sanitize.sh PAIR address|thread [--budget-left SECONDS] [pytest args]
+#
+# ci/test.sh runs it
+#   - for PINPOOL_SANITIZE=address|thread: on every pair of PINPOOL_PAIRS (default: the required
+#     ones), instead of the suite; the optional pairs are not run;
+#   - for PINPOOL_SANITIZE_CI=1: one ASan+UBSan leg on PINPOOL_SANITIZE_CI_PAIR (2.14) after the
+#     default run, with --budget-left: "not run" when the leg's estimate (SANITIZE_CI_LEG_MIN
+#     below) does not fit. Off by default: `bash ci/test.sh` alone runs no sanitizer leg.
+#
+# The selection (issue #20): the stress suite, graph ownership, threads, failure paths,
+# conditional nodes and the consumers. PINPOOL_SANITIZE_TESTS overrides it (e.g. "test/pinpool
+# test/stress test/consumers --deselect test/pinpool/test_packaging.py": every allocator test).
+set -uo pipefail
+# shellcheck source=ci/legs/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+usage="usage: bash ci/legs/sanitize.sh PAIR address|thread [--budget-left SECONDS] [pytest args]"
+pair="${1:?$usage}"
+kind="${2:?$usage}"
+shift 2
+budget=""
+if [[ "${1:-}" == --budget-left ]]; then
+    budget="$2"
+    shift 2
+fi
+SELECTION="test/stress test/pinpool/test_graph_ownership.py
+test/pinpool/test_eager_and_threads.py test/pinpool/test_failure_paths.py
+test/pinpool/test_conditional_nodes.py test/consumers"
+# What the CI leg is budgeted at: the ASan leg on one pair from nothing (builds, simulator,
+# tests) took ~21 min, too much for CI's 90 minutes on top of the required legs by default.
+SANITIZE_CI_LEG_MIN=15
+
+case "$kind" in
+    address) label="$pair+asan" ;;
+    thread) label="$pair+tsan" ;;
+    *)
+        row "$pair" FAIL - "PINPOOL_SANITIZE=$kind: use address (ASan+UBSan) or thread (TSan)"
+        exit 1
+        ;;
+esac
+if [[ -n "$budget" ]] && ((budget < SANITIZE_CI_LEG_MIN * 60)); then
+    row "$label" "not run" - "no time left in the ${PINPOOL_BUDGET_MIN:-70} min budget ($budget s left); run it: PINPOOL_SANITIZE=$kind PINPOOL_PAIRS=$pair bash ci/test.sh"
+    exit 0
+fi
+banner "pair $pair under ${kind} sanitizer (ci/lib/sanitize.sh)"
+t0=$SECONDS
+status="$(mktemp)"
+PINPOOL_SANITIZE_TESTS="${PINPOOL_SANITIZE_TESTS:-$SELECTION}" \
+    bash ci/lib/sanitize.sh "$pair" "$kind" "$status" "$@"
+rc=$?
+detail="$(cat "$status")"
+rm -f "$status"
+if [[ $rc == 0 ]]; then
+    row "$label" PASS "$((SECONDS - t0))s" "${detail#PASS }"
+else
+    row "$label" FAIL "$((SECONDS - t0))s" "${detail:-exit $rc}"
+fi
+exit "$rc"

@@ -37,11 +37,18 @@ PINPOOL_AARCH64_PAIRS="2.10 2.14"
 # PINPOOL_NEXT_TORCH= (set and empty) skips the check.
 PINPOOL_NEXT_TORCH="${PINPOOL_NEXT_TORCH-2.15.0}"
 # The build sweep (PINPOOL_PAIRS=builds bash ci/test.sh; .github/workflows/builds.yml, weekly):
-# every torch_npu build a vllm-ascend release pins (docs/matrix.md), every post of the 2.10 line,
-# and the newest post of the lines since. The newest post of 2.8 / 2.9 / 2.10 / 2.11 / 2.12 is
-# also the line's default build above.
-PINPOOL_NPU_BUILDS="2.8@2.8.0 2.8@2.8.0.post2 2.9@2.9.0 2.10@2.10.0 2.10@2.10.0.post2
-2.10@2.10.0.post4 2.10@2.10.0.post6 2.10@2.10.0.post7 2.11@2.11.0.post3 2.12@2.12.0.post3"
+# every torch_npu build on PyPI from 2.8.0 (below the supported minimum: its refusal) to the
+# newest supported release (`pip index versions torch-npu`; before issue #50 only the builds a
+# vllm-ascend release pins, every post of 2.10 and the newest post of 2.11 / 2.12). Each line's
+# default build above is among them: the sweep runs the as-a-real-NPU leg on every test there,
+# the required pairs' own as-NPU legs only on the tests whose path differs (ci/legs/as_npu.sh).
+# Oldest first within a line: where its builds ask for different torch releases (torch_npu
+# 2.9.0 for torch 2.9.0, 2.9.1 for 2.9.1), the env switches torch as seldom as that order allows.
+PINPOOL_NPU_BUILDS="2.8@2.8.0 2.8@2.8.0.post2 2.8@2.8.0.post4 2.8@2.8.0.post5
+2.9@2.9.0 2.9@2.9.0.post2 2.9@2.9.0.post4 2.9@2.9.0.post6 2.9@2.9.0.post8 2.9@2.9.0.post9 2.9@2.9.1
+2.10@2.10.0 2.10@2.10.0.post2 2.10@2.10.0.post4 2.10@2.10.0.post6 2.10@2.10.0.post7
+2.11@2.11.0 2.11@2.11.0.post2 2.11@2.11.0.post3 2.12@2.12.0 2.12@2.12.0.post2 2.12@2.12.0.post3
+2.13@2.13.0 2.14@2.14.0"
 
 pinpool_pair_spec() {
     PAIR_REFUSED=0

@@ -4,8 +4,9 @@
 # summary row per leg to file descriptor 3 (ci/test.sh collects them into the table; run by hand,
 # the row goes to stdout) and exits 0 when the leg passed.
 #
-#   REPO, ROOT (PINPOOL_ENV_ROOT: the envs), ARCH (PINPOOL_ARCH), ENVS (ROOT, or ROOT/aarch64:
-#   where a pair's logs and JUnit XML go), RESULTS (PINPOOL_RESULTS_DIR: the legs' summaries)
+#   REPO, ROOT (PINPOOL_ENV_ROOT: the envs; PINPOOL_SIM_ROOT: where their simulator builds go,
+#   ci/lib/envsetup.sh), ARCH (PINPOOL_ARCH), ENVS (ROOT, or ROOT/aarch64: where a pair's logs
+#   and JUnit XML go), RESULTS (PINPOOL_RESULTS_DIR: the legs' summaries)
 #   row LABEL RESULT TIME DETAIL    one row of the table (RESULT: PASS, FAIL or "not run")
 #   activate PAIR                   `source ci/sim-env.sh PAIR` (creates / reuses the env)
 #   install_plugin PAIR             ci/lib/install-plugin.sh into the active env, log in ENVS

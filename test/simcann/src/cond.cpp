@@ -131,9 +131,15 @@ void assign_default_cond_values(Model& root) {
   }
   for (const auto& h : handles) {
     if (h->flag == kAssignDefault) {
+      // Only the value's own allocation is kept in use while it is written (Note [Range
+      // checks]). The caller holds capture_mutex() and found the root live, so aclmdlRIDestroy
+      // has not taken its handles yet (it takes them under that mutex, then frees their memory);
+      // a user's aclrtFree of the value is reported and the value not written.
       const uint64_t v = h->default_value;
-      std::shared_lock<std::shared_mutex> gate(free_gate());
-      std::memcpy(h->value, &v, sizeof v);
+      CheckedRange w = h->value_range;
+      w.range.write = true;
+      RangesInUse use("aclmdlRIExecuteAsync (default condition value)", {w});
+      if (use.ok()) std::memcpy(h->value, &v, sizeof v);
     }
     for (const auto& sub : h->subs) assign_default_cond_values(*sub);
   }

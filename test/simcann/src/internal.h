@@ -25,7 +25,7 @@
 //  * Declare every memory range the task reads or writes (MemRange). Before each run the runtime
 //    checks that each range still lies inside a live allocation, and the SAME allocation as when
 //    the task was enqueued/captured; otherwise it reports `SIMCANN VIOLATION:` and does not run the
-//    task if the memory is gone (see Note [Range checks] in runtime.cpp).
+//    task if the memory is gone (see Note [Range checks] in state.h).
 //  * A task must not allocate or free runtime memory, nor call enqueue/synchronize.
 //  * Returning non-zero from a task makes the stream's next synchronize fail with that code (an
 //    asynchronous device error), and the message set with set_error is kept for aclGetRecentErrMsg.

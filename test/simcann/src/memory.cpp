@@ -8,9 +8,13 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <mutex>
+#include <set>
 
 #include "device_access.h"
 #include "state.h"
@@ -41,6 +45,44 @@ struct Registry {
 Registry& registry() {
   static Registry* r = new Registry();  // leaked: see config()
   return *r;
+}
+
+// Note [Range checks] (state.h): the allocations that running tasks use, by id, one entry per
+// use. Lock order: mu, then the registry's.
+struct InUse {
+  std::mutex mu;
+  std::condition_variable cv;  // notified when a use ends
+  std::multiset<uint64_t> ids;
+};
+
+InUse& in_use() {
+  static InUse* u = new InUse();  // leaked: see config()
+  return *u;
+}
+
+// The ids of every live allocation overlapping [p, p + n): each mapping of a reservation a range
+// runs on through, and whatever a pageable range overlaps. Caller holds reg.mu.
+void overlapping_locked(Registry& reg, uintptr_t p, size_t n, std::vector<uint64_t>* out) {
+  const uintptr_t end = p + (n == 0 ? 1 : n);
+  auto it = reg.live.upper_bound(p);
+  if (it != reg.live.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.base + prev->second.size > p) it = prev;
+  }
+  for (; it != reg.live.end() && it->second.base < end; ++it) out->push_back(it->second.id);
+}
+
+// A free's half of Note [Range checks]: with the in-use mutex held by `gate`, waits until no
+// running task uses the allocation based at `base` (if there is one). The caller takes it out of
+// the registry before releasing `gate`, so no task can start using it in between.
+void wait_unused(std::unique_lock<std::mutex>& gate, uintptr_t base) {
+  InUse& u = in_use();
+  Registry& reg = registry();
+  u.cv.wait(gate, [&] {
+    std::lock_guard<std::mutex> lock(reg.mu);
+    auto it = reg.live.find(base);
+    return it == reg.live.end() || u.ids.count(it->second.id) == 0;
+  });
 }
 
 // The allocation holding [p, p + n). A range may run on through adjacent mappings of one
@@ -102,8 +144,10 @@ void* add(size_t size, MemKind kind, size_t align, bool* full = nullptr) {
 bool remove(void* p, MemKind kind, bool release) {
   Registry& reg = registry();
   {
-    // Exclusive gate: no task is between its range check and its end (Note [Range checks]).
-    std::unique_lock<std::shared_mutex> gate(free_gate());
+    // No running task uses it, and none can start before it is gone (Note [Range checks]); a task
+    // using other memory does not delay the free.
+    std::unique_lock<std::mutex> gate(in_use().mu);
+    wait_unused(gate, reinterpret_cast<uintptr_t>(p));
     std::lock_guard<std::mutex> lock(reg.mu);
     auto it = reg.live.find(reinterpret_cast<uintptr_t>(p));
     if (it == reg.live.end() || it->second.kind != kind) return false;
@@ -197,11 +241,6 @@ aclError check_copy_args(void* dst, size_t destMax, const void* src, size_t coun
 
 }  // namespace
 
-std::shared_mutex& free_gate() {
-  static std::shared_mutex* g = new std::shared_mutex();
-  return *g;
-}
-
 bool find_allocation(const void* p, size_t n, Allocation* out) {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);
@@ -226,6 +265,8 @@ CheckedRange resolve_range(const MemRange& r) {
   return c;
 }
 
+namespace {
+// Returns false (and reports a violation) if some range's memory is gone: the task must not run.
 bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges) {
   bool ok = true;
   for (const CheckedRange& c : ranges) {
@@ -241,6 +282,35 @@ bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges) {
     if (!live) ok = false;
   }
   return ok;
+}
+}  // namespace
+
+RangesInUse::RangesInUse(const char* what, const std::vector<CheckedRange>& ranges) {
+  if (ranges.empty()) return;
+  InUse& u = in_use();
+  std::lock_guard<std::mutex> gate(u.mu);
+  ok_ = check_ranges(what, ranges);
+  if (!ok_) return;
+  {
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mu);
+    for (const CheckedRange& c : ranges) {
+      if (c.range.size > 0) {
+        overlapping_locked(reg, reinterpret_cast<uintptr_t>(c.range.ptr), c.range.size, &ids_);
+      }
+    }
+  }
+  for (uint64_t id : ids_) u.ids.insert(id);
+}
+
+RangesInUse::~RangesInUse() {
+  if (ids_.empty()) return;
+  InUse& u = in_use();
+  {
+    std::lock_guard<std::mutex> gate(u.mu);
+    for (uint64_t id : ids_) u.ids.erase(u.ids.find(id));
+  }
+  u.cv.notify_all();
 }
 
 aclError runtime_device_malloc(void** devPtr, size_t size, const char* api) {
@@ -288,8 +358,9 @@ bool vmm_block_of(const void* p, uintptr_t* base, size_t* size, bool* listed) {
 
 void vmm_unregister_mapping(uintptr_t base) {
   Registry& reg = registry();
-  // Exclusive gate: no task is between its range check and its end (Note [Range checks]).
-  std::unique_lock<std::shared_mutex> gate(free_gate());
+  // Like a free: waits for a running task using this mapping only (Note [Range checks]).
+  std::unique_lock<std::mutex> gate(in_use().mu);
+  wait_unused(gate, base);
   std::lock_guard<std::mutex> lock(reg.mu);
   reg.live.erase(base);
 }
@@ -311,8 +382,8 @@ aclError sync_copy(void* dst, const void* src, size_t n, bool dst_host, bool src
                    const char* api) {
   std::vector<CheckedRange> ranges{resolve_range({src, n, false, src_host}),
                                    resolve_range({dst, n, true, dst_host})};
-  std::shared_lock<std::shared_mutex> gate(free_gate());
-  if (!check_ranges(api, ranges)) return ACL_ERROR_INVALID_PARAM;
+  RangesInUse use(api, ranges);  // Note [Range checks]
+  if (!use.ok()) return ACL_ERROR_INVALID_PARAM;
   device_copy(dst, src, n);
   return ACL_SUCCESS;
 }
@@ -373,7 +444,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocHostWithCfg(void** ptr, uint64_t size,
 
 // Same doc: "aclrtFreeHost frees the memory immediately; it does not synchronize the device or
 // any stream and does not wait for tasks using the memory". Queued/captured tasks that still use
-// it are caught by the range check (reported as violations).
+// it are caught by the range check (reported as violations); only a task running over it holds
+// the free until it ends, and no other task does (Note [Range checks]).
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr) {
   SIMCANN_API();
   if (hostPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
@@ -571,8 +643,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t 
   aclError e = check_sync_mode("aclrtMemset");
   if (e != ACL_SUCCESS) return e;
   std::vector<CheckedRange> ranges{resolve_range({devPtr, count, true, host_side(devPtr, count)})};
-  std::shared_lock<std::shared_mutex> gate(free_gate());
-  if (!check_ranges("aclrtMemset", ranges)) return ACL_ERROR_INVALID_PARAM;
+  RangesInUse use("aclrtMemset", ranges);  // Note [Range checks]
+  if (!use.ok()) return ACL_ERROR_INVALID_PARAM;
   device_fill(devPtr, value, count);
   return ACL_SUCCESS;
 }

@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,12 +108,45 @@ struct CheckedRange {
 // Looks up the live allocation that contains [p, p+n). Returns false if none.
 bool find_allocation(const void* p, size_t n, Allocation* out);
 CheckedRange resolve_range(const MemRange& r);
-// Note [Range checks]: a task's memory is checked right before the task runs; the caller holds
-// free_gate() shared while the check and the task run, and frees take it exclusively, so memory
-// cannot disappear while a task is touching it.
-std::shared_mutex& free_gate();
-// Returns false (and reports a violation) if some range's memory is gone: the task must not run.
-bool check_ranges(const char* what, const std::vector<CheckedRange>& ranges);
+// Note [Range checks]: a task's memory is checked right before the task runs, and the memory it
+// touches cannot disappear between that check and the task's end:
+//   * a task (or a sync copy / memset, or the runtime writing memory of its own) takes a
+//     RangesInUse over its ranges: under the in-use mutex it checks each range (check_ranges: a
+//     violation per range that was freed since enqueue / capture) and, if none is gone, marks
+//     every live allocation the ranges overlap as in use -- the one a range resolved to, the
+//     adjacent mappings of one reservation it runs on into (find_allocation), and any allocation a
+//     pageable range (alloc_id 0) happens to overlap; when it ends it unmarks them;
+//   * a free (memory.cpp remove(): aclrtFree, aclrtFreeHost, aclrtHostUnregister, the runtime's
+//     own device memory; vmm_unregister_mapping: aclrtUnmapMem, aclrtMemSetAccess to NONE), under
+//     the same mutex, waits until ITS allocation is not marked, then takes it out of the registry
+//     before releasing the mutex (and only then releases the bytes).
+// So a free waits only for a running task that touches the allocation being freed, never for an
+// unrelated one, however long it runs. The rule of CANN (hicann/runtime docs/api_docs/
+// aclrtFreeHost.md and aclrtFree.md, 功能说明): the call frees the memory at once, without an
+// implicit device or stream synchronization and without waiting for the tasks that use it --
+//   "本接口会立刻释放传入的内存，接口内部不会进行隐式的Device同步或流同步、
+//    也不会等待使用该内存的任务完成".
+// Waiting for the one task that is between its check and its end is the simulator's own (the
+// memory is host heap it must not touch once freed); a free before the check is a violation when
+// the task runs. aclrtValueWait checks its word at each look and does not keep it in use while it
+// blocks. Before issue #47 one process-wide shared_mutex did this, so a free waited for EVERY
+// running task (an idle 1 MiB block's aclrtFreeHost waited ~0.5 s for another block's copy).
+// Lock order: capture_mutex() (cond.cpp's default values), then the in-use mutex, then the
+// registry's; a free may hold vmm's mutex (vmm.cpp) before the in-use mutex. A task holds no lock
+// while it runs (only its marks), so it must not free memory it declared.
+class RangesInUse {
+ public:
+  RangesInUse(const char* what, const std::vector<CheckedRange>& ranges);
+  ~RangesInUse();
+  RangesInUse(const RangesInUse&) = delete;
+  RangesInUse& operator=(const RangesInUse&) = delete;
+  // False: some range's memory is gone (reported); nothing is marked and the task must not run.
+  bool ok() const { return ok_; }
+
+ private:
+  std::vector<uint64_t> ids_;  // marked allocations (with repeats)
+  bool ok_ = true;
+};
 
 // Device memory the runtime allocates for itself (a condition handle's value, cond.cpp): a live
 // device allocation like aclrtMalloc's, counted in simcann_device_bytes_live().

@@ -115,8 +115,8 @@ void run_task_checked(const char* name, const Task& fn, const std::vector<Checke
   if (ranges.empty()) {
     e = fn();
   } else {
-    std::shared_lock<std::shared_mutex> gate(free_gate());
-    if (!check_ranges(name, ranges)) return;
+    RangesInUse use(name, ranges);  // Note [Range checks]: held until fn returns
+    if (!use.ok()) return;
     e = fn();
   }
   if (e != ACL_SUCCESS && s != nullptr) {
@@ -783,16 +783,17 @@ ACL_FUNC_VISIBILITY aclError aclrtValueWait(void* devAddr, uint64_t value, uint3
     return ACL_ERROR_RT_PARAM_INVALID;
   }
   auto* p = static_cast<const uint64_t*>(devAddr);
-  // No declared ranges: the task checks its word itself, without holding free_gate() while it
-  // blocks (a free on another thread must not wait for it).
+  // No declared ranges: the task checks its word itself at each look and does not keep it in use
+  // while it blocks (a free of the word on another thread must not wait for it; Note [Range
+  // checks]).
   std::vector<CheckedRange> word{resolve_range(MemRange::dev_read(devAddr, sizeof(uint64_t)))};
   return enqueue(stream, "aclrtValueWait", [p, value, flag, word] {
     double start = now_ms();
     bool warned = false;
     for (;;) {
       {
-        std::shared_lock<std::shared_mutex> gate(free_gate());
-        if (!check_ranges("aclrtValueWait", word)) return ACL_SUCCESS;  // reported; not run
+        RangesInUse use("aclrtValueWait", word);
+        if (!use.ok()) return ACL_SUCCESS;  // reported; not run
         if (value_satisfies(__atomic_load_n(p, __ATOMIC_SEQ_CST), value, flag)) {
           return ACL_SUCCESS;
         }

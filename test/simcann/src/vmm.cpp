@@ -382,7 +382,8 @@ SIMCANN_EXPORT int aclrtUnmapMem(void* virPtr) {
   auto it = v.mappings.find(reinterpret_cast<uintptr_t>(virPtr));
   if (it == v.mappings.end()) return refuse(kRtParamInvalid, api, "not the start of a mapping");
   const Mapping m = it->second;
-  if (m.registered) vmm_unregister_mapping(it->first);  // waits for a task touching it (free gate)
+  // Waits for a running task touching this mapping only (Note [Range checks]).
+  if (m.registered) vmm_unregister_mapping(it->first);
   mmap(virPtr, m.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   v.mappings.erase(it);
   m.phys->mappings -= 1;

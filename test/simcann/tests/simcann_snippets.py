@@ -3,6 +3,7 @@
 ``ACL`` drives the simulated runtime directly through ctypes (no torch import: fast, and it reaches
 rules torch_npu does not expose). ``TORCH`` imports torch + torch_npu over the simulator and also
 opens the library (same handle, same state) for the control API.
+``VMM`` (after ``ACL``) adds the virtual-memory calls and helpers.
 
 The test files using them carry the ``simulator`` marker: test/conftest.py skips them when
 SIMCANN_LIB_DIR is not set (no simulator built: ``source ci/sim-env.sh PAIR``).
@@ -144,3 +145,44 @@ torch.npu.set_device(0)
 NPU_VERSION = tuple(int(x) for x in torch_npu.__version__.split("+")[0].split(".")[:2])
 """
 )
+
+# Virtual memory (src/vmm.cpp) on top of ACL: test_vmm.py, test_free_wait.py.
+VMM = r"""
+class Loc(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
+class Prop(ctypes.Structure):  # aclrtPhysicalMemProp
+    _fields_ = [("handleType", c_int), ("allocationType", c_int), ("memAttr", c_int),
+                ("location", Loc), ("reserve", ctypes.c_uint64)]
+aclrtReserveMemAddress = _fn("aclrtReserveMemAddress",
+                             args=[ctypes.POINTER(vp), c_size, c_size, vp, ctypes.c_uint64])
+aclrtReleaseMemAddress = _fn("aclrtReleaseMemAddress", args=[vp])
+aclrtMallocPhysical = _fn("aclrtMallocPhysical",
+                          args=[ctypes.POINTER(vp), c_size, ctypes.POINTER(Prop), ctypes.c_uint64])
+aclrtFreePhysical = _fn("aclrtFreePhysical", args=[vp])
+aclrtMapMem = _fn("aclrtMapMem", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
+aclrtUnmapMem = _fn("aclrtUnmapMem", args=[vp])
+aclrtMemMapNoAccess = _fn("aclrtMemMapNoAccess", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
+class AccessDesc(ctypes.Structure):  # aclrtMemAccessDesc
+    _fields_ = [("flags", c_int), ("location", Loc), ("rsv", ctypes.c_uint8 * 12)]
+aclrtMemSetAccess = _fn("aclrtMemSetAccess", args=[vp, c_size, ctypes.POINTER(AccessDesc), c_size])
+aclrtMemGetAccess = _fn("aclrtMemGetAccess",
+                        args=[vp, ctypes.POINTER(Loc), ctypes.POINTER(ctypes.c_uint64)])
+aclrtMemRetainAllocationHandle = _fn("aclrtMemRetainAllocationHandle",
+                                     args=[vp, ctypes.POINTER(vp)])
+aclrtMemGetAddressRange = _fn("aclrtMemGetAddressRange",
+                              args=[vp, ctypes.POINTER(vp), ctypes.POINTER(c_size)])
+NONE, READ, READWRITE = 0, 1, 3
+HOST, DEVICE = 0, 1
+HBM_MEM_HUGE = 4
+SEG = 2 << 20
+
+def reserve(n):
+    p = vp()
+    assert aclrtReserveMemAddress(byref(p), n, 0, None, 1) == 0
+    return p.value
+
+def physical(n, where=HOST, attr=HBM_MEM_HUGE):
+    h = vp()
+    rc = aclrtMallocPhysical(byref(h), n, byref(Prop(0, 0, attr, Loc(0, where), 0)), 0)
+    return rc, h
+"""

@@ -10,49 +10,10 @@ their range checks, and torch_npu's expandable pinned segments
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL
+from simcann_snippets import ACL, VMM
 
 pytestmark = pytest.mark.simulator
 
-VMM = r"""
-class Loc(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_uint32), ("type", ctypes.c_int)]
-class Prop(ctypes.Structure):  # aclrtPhysicalMemProp
-    _fields_ = [("handleType", c_int), ("allocationType", c_int), ("memAttr", c_int),
-                ("location", Loc), ("reserve", ctypes.c_uint64)]
-aclrtReserveMemAddress = _fn("aclrtReserveMemAddress",
-                             args=[ctypes.POINTER(vp), c_size, c_size, vp, ctypes.c_uint64])
-aclrtReleaseMemAddress = _fn("aclrtReleaseMemAddress", args=[vp])
-aclrtMallocPhysical = _fn("aclrtMallocPhysical",
-                          args=[ctypes.POINTER(vp), c_size, ctypes.POINTER(Prop), ctypes.c_uint64])
-aclrtFreePhysical = _fn("aclrtFreePhysical", args=[vp])
-aclrtMapMem = _fn("aclrtMapMem", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
-aclrtUnmapMem = _fn("aclrtUnmapMem", args=[vp])
-aclrtMemMapNoAccess = _fn("aclrtMemMapNoAccess", args=[vp, c_size, c_size, vp, ctypes.c_uint64])
-class AccessDesc(ctypes.Structure):  # aclrtMemAccessDesc
-    _fields_ = [("flags", c_int), ("location", Loc), ("rsv", ctypes.c_uint8 * 12)]
-aclrtMemSetAccess = _fn("aclrtMemSetAccess", args=[vp, c_size, ctypes.POINTER(AccessDesc), c_size])
-aclrtMemGetAccess = _fn("aclrtMemGetAccess",
-                        args=[vp, ctypes.POINTER(Loc), ctypes.POINTER(ctypes.c_uint64)])
-aclrtMemRetainAllocationHandle = _fn("aclrtMemRetainAllocationHandle",
-                                     args=[vp, ctypes.POINTER(vp)])
-aclrtMemGetAddressRange = _fn("aclrtMemGetAddressRange",
-                              args=[vp, ctypes.POINTER(vp), ctypes.POINTER(c_size)])
-NONE, READ, READWRITE = 0, 1, 3
-HOST, DEVICE = 0, 1
-HBM_MEM_HUGE = 4
-SEG = 2 << 20
-
-def reserve(n):
-    p = vp()
-    assert aclrtReserveMemAddress(byref(p), n, 0, None, 1) == 0
-    return p.value
-
-def physical(n, where=HOST, attr=HBM_MEM_HUGE):
-    h = vp()
-    rc = aclrtMallocPhysical(byref(h), n, byref(Prop(0, 0, attr, Loc(0, where), 0)), 0)
-    return rc, h
-"""
 
 # The start of every snippet below: `r` collects its results, `base_host` is the host bytes counted
 # before it, `va` a reservation of four segments, `h` one segment's physical handle (`rc` the

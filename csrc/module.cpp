@@ -91,8 +91,10 @@ void audit_replay(uint64_t handle, const py::function& replay) {
   Audit& a = audit();
   std::unique_ptr<ReplayCheck> check = a.replay_begin(handle);
   replay();
-  py::gil_scoped_release no_gil;  // the probe goes through torch_npu's task queue
-  a.replay_end(std::move(check));
+  if (check != nullptr) {
+    py::gil_scoped_release no_gil;  // the probe goes through torch_npu's task queue
+    a.replay_end(std::move(check));
+  }
 }
 
 void def_audit(py::module_& m) {

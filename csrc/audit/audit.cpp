@@ -159,10 +159,15 @@ void remember(std::vector<T>& list, const T& value) {
 namespace {
 struct BlockFacts {
   SiteId alloc_site{kNoSite};
-  uint32_t device_writes{0};     // queued copies / replays that write it and have not finished
-  uint32_t reads_in_flight{0};   // checks of reads of it waiting for their copy / replay
-  bool freed{false};             // its tensor died (Note [Bounded audit state])
-  uint64_t write_epoch{0};       // device writes ever enqueued into it
+  uint32_t device_writes{0};    // queued copies / replays that write it and have not finished
+  uint32_t reads_in_flight{0};  // checks of reads of it waiting for their copy / replay
+  bool freed{false};            // its tensor died (Note [Bounded audit state])
+  uint64_t write_epoch{0};      // device writes ever enqueued into it
+  // Sampled mode only (Note [Sampled device writes]):
+  uint64_t settled_epoch{0};     // device writes up to this epoch are known to have run
+  std::vector<Stream> writers;   // streams that wrote it since it was last settled
+  std::vector<Event> settle;     // recorded on `writers` once a sampled read found it unsettled
+  uint64_t settle_epoch{0};      // the write epoch `settle` covers
   bool stream_used{false};       // a pool block a stream used since it was last free
   const void* pool{nullptr};     // its graph pool, once a captured copy used it
   std::vector<uint64_t> graphs;  // graphs whose captured copies used it (some may be dead)
@@ -189,8 +194,10 @@ struct Tally {
   std::map<std::string, uint64_t> shapes;
 };
 
+}  // namespace
+
 // One check of written_while_queued: a copy or replay in flight.
-struct Check {
+struct Audit::Check {
   struct Read {
     HostRange range;
     uint64_t sum;
@@ -202,7 +209,6 @@ struct Check {
   std::vector<Read> reads;
   std::vector<void*> writes;  // blocks whose device_writes this work holds
 };
-}  // namespace
 
 struct Audit::State {
   ska::flat_hash_map<void*, BlockFacts> blocks;
@@ -250,7 +256,118 @@ bool Audit::sampled_out() {
   if (sample_ == 1) {
     return false;
   }
-  return sample_tick_.fetch_add(1, std::memory_order_relaxed) % sample_ != 0;
+  if (sample_tick_.fetch_add(1, std::memory_order_relaxed) % sample_ == 0) {
+    return false;
+  }
+  skipped_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Note [Sampled device writes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Without sampling, every device write into a block (a D2H copy, a replay that writes it) holds
+// a completion probe, and the block counts as written until it ran. With sampling that would put
+// a host function behind every D2H copy of a serving step, so a device write costs no runtime
+// call: it moves the block's write epoch and names its stream (`writers`). A sampled read of a
+// block whose writes are not known to have run asks the runtime instead, outside the lock, and
+// before an H2D copy is enqueued (before_read, from the copy_ wrapper), so that its own stream
+// is not busy with it yet:
+//   * every writer stream idle (not capturing, nothing queued: aclrtStreamQuery): every write
+//     enqueued so far ran - the usual bounce buffer, written, synchronized, edited, read back;
+//   * else the events an earlier sampled read recorded on the writers complete: the writes up
+//     to the epoch they cover ran;
+//   * else it records such events (none on a capturing stream) for the next sampled read.
+// The read is checked when every write into the block ran, and not checked otherwise (a write
+// may be in flight). A read of a block no device wrote costs nothing more.
+namespace {
+void add_writer(BlockFacts& facts, const Stream& stream) {
+  facts.write_epoch += 1;
+  if (std::find(facts.writers.begin(), facts.writers.end(), stream) == facts.writers.end()) {
+    facts.writers.push_back(stream);
+  }
+}
+
+// Whether every one of `writers` has run all its work (false for a capturing stream).
+bool streams_idle(const std::vector<Stream>& writers) {
+  for (const Stream& stream : writers) {
+    if (capture_info(stream).status != CaptureStatus::kNone) {
+      return false;
+    }
+    try {
+      if (!stream.query()) {
+        return false;
+      }
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// One event on each of `writers`, or none when one is capturing or a record fails.
+void record_settle(const std::vector<Stream>& writers, std::vector<Event>& events) {
+  for (const Stream& stream : writers) {
+    Event event =
+        capture_info(stream).status == CaptureStatus::kNone ? try_record_on(stream) : nullptr;
+    if (event == nullptr) {
+      events.clear();
+      return;
+    }
+    events.push_back(std::move(event));
+  }
+}
+}  // namespace
+
+// Before an H2D copy is enqueued (its stream is not yet busy with it): when it may be the next
+// sampled read, its block's writes are settled now (Note [Sampled device writes]).
+void Audit::before_read(void* block) {
+  if (sample_ > 1 && sample_tick_.load(std::memory_order_relaxed) % sample_ == 0) {
+    writes_settled(block);
+  }
+}
+
+bool Audit::writes_settled(void* block) {
+  std::vector<Event> events;
+  std::vector<Stream> writers;
+  uint64_t now = 0;
+  uint64_t covered = 0;  // the epoch `events` cover
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = state_->blocks.find(block);
+    if (it == state_->blocks.end() || it->second.write_epoch == it->second.settled_epoch) {
+      return true;
+    }
+    BlockFacts& facts = it->second;
+    now = facts.write_epoch;
+    covered = facts.settle_epoch;
+    events = std::exchange(facts.settle, {});
+    writers = facts.writers;
+  }
+  uint64_t ran = 0;  // device writes up to this epoch ran
+  if (streams_idle(writers)) {
+    ran = now;
+  } else if (!events.empty() && events_done(events)) {
+    ran = covered;
+  }
+  if (ran != now && events.empty()) {
+    record_settle(writers, events);
+    covered = now;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = state_->blocks.find(block);
+  if (it == state_->blocks.end()) {
+    return true;
+  }
+  BlockFacts& facts = it->second;
+  facts.settled_epoch = std::max(facts.settled_epoch, ran);
+  if (facts.settled_epoch == facts.write_epoch) {
+    facts.writers.clear();
+    facts.settle.clear();
+  } else if (!events.empty() && facts.settle.empty()) {
+    facts.settle = std::move(events);
+    facts.settle_epoch = covered;
+  }
+  return facts.settled_epoch == facts.write_epoch;
 }
 
 Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
@@ -288,6 +405,10 @@ CopyScope::CopyScope(const at::Tensor& self, const at::Tensor& src) : saved_(t_c
     side.ptr = static_cast<const uint8_t*>(host.data_ptr());
     side.len = host.is_contiguous() ? host.nbytes() : 0;
     side.to_device = to_device;
+    Audit* audit = Audit::get();
+    if (to_device && audit != nullptr && host.has_storage()) {
+      audit->before_read(host.storage().data_ptr().get());
+    }
   }
   t_copy = side;
 }
@@ -346,36 +467,21 @@ void Audit::forget_if_idle(void* block) {
 
 void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
   const CopyScope::HostSide side = copy_in(block, block_size);
-  const bool reads_only = side.ptr != nullptr && side.to_device;
-  auto check = std::make_unique<Check>();
-  if (!reads_only) {
-    // A device write (D2H, or unknown): tracked until it ran, never checked itself.
-    check->writes.push_back(block);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      BlockFacts& facts = state_->blocks[block];
-      facts.device_writes += 1;
-      facts.write_epoch += 1;
-    }
-    in_flight_.fetch_add(1);
-    if (launch_probe(stream, &Audit::finish_check, check.get())) {
-      check.release();
-    } else {
-      finish_check(check.release(), /*completed=*/false);  // the block stays written for good
-    }
+  if (side.ptr == nullptr || !side.to_device) {
+    device_write(block, stream);
     return;
   }
+  if (sampled_out()) {
+    return;
+  }
+  const bool settled = sample_ == 1 || writes_settled(block);
   uint64_t epoch = 0;
   SiteId alloc_site = kNoSite;
-  const bool skip = sampled_out();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (skip) {
-      state_->counts.skipped += 1;
-      return;
-    }
     BlockFacts& facts = state_->blocks[block];
-    if (side.len == 0 || facts.device_writes > 0 || host_functions_.load() || !probes_available()) {
+    if (side.len == 0 || !settled || facts.device_writes > 0 || host_functions_.load() ||
+        !probes_available()) {
       state_->counts.unchecked += 1;
       return;
     }
@@ -383,6 +489,7 @@ void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
     alloc_site = facts.alloc_site;
     facts.reads_in_flight += 1;
   }
+  auto check = std::make_unique<Check>();
   const HostRange range{side.ptr, side.len, block};
   check->reads.push_back({range, checksum(range.ptr, range.len), epoch, alloc_site});
   check->site = site_here();
@@ -391,6 +498,30 @@ void Audit::used_by_copy(void* block, size_t block_size, const Stream& stream) {
     check.release();
   } else {
     finish_check(check.release(), /*completed=*/false);
+  }
+}
+
+// A device write (D2H, or unknown direction): tracked until it ran, never checked itself. With
+// sampling: Note [Sampled device writes].
+void Audit::device_write(void* block, const Stream& stream) {
+  if (sample_ > 1) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    add_writer(state_->blocks[block], stream);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    BlockFacts& facts = state_->blocks[block];
+    facts.device_writes += 1;
+    facts.write_epoch += 1;
+  }
+  auto check = std::make_unique<Check>();
+  check->writes.push_back(block);
+  in_flight_.fetch_add(1);
+  if (launch_probe(stream, &Audit::finish_check, check.get())) {
+    check.release();
+  } else {
+    finish_check(check.release(), /*completed=*/false);  // the block stays written for good
   }
 }
 
@@ -579,46 +710,37 @@ void Audit::note_host_function() { host_functions_.store(true); }
 // Replays
 
 std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
-  auto check = std::make_unique<Check>();
-  check->replay = true;
+  std::vector<void*> read_blocks;
   c10::DeviceIndex device = -1;
-  const bool skip = sampled_out();
+  bool skip = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = state_->graphs.find(graph);
     if (it == state_->graphs.end()) {
       return nullptr;  // no pinned memory in this graph
     }
-    const GraphFacts& facts = it->second;
-    device = facts.device;
-    if (skip) {
-      state_->counts.skipped += 1;
-    } else {
-      state_->counts.unchecked += facts.unknown_reads;
+    device = it->second.device;
+    skip = sampled_out();
+    if (skip && it->second.writes.empty()) {
+      return nullptr;  // left out, and nothing to note
     }
-    for (const HostRange& range : facts.reads) {
-      if (skip) {
-        break;
+    if (!skip && sample_ > 1) {
+      for (const HostRange& range : it->second.reads) {
+        read_blocks.push_back(range.block);
       }
-      const bool written_by_graph =
-          std::find(facts.writes.begin(), facts.writes.end(), range.block) != facts.writes.end();
-      BlockFacts& block = state_->blocks[range.block];
-      if (written_by_graph || block.device_writes > 0 || host_functions_.load() ||
-          !probes_available()) {
-        state_->counts.unchecked += 1;
-        continue;
-      }
-      block.reads_in_flight += 1;
-      check->reads.push_back({range, 0, block.write_epoch, block.alloc_site});
     }
-    for (void* block : facts.writes) {
-      BlockFacts& written = state_->blocks[block];
-      written.device_writes += 1;
-      written.write_epoch += 1;
-    }
-    check->writes = facts.writes;
   }
-  if (check->reads.empty() && check->writes.empty()) {
+  // NPUGraph::replay runs on the current stream of the capture device (Note [Replay fences]).
+  const Stream stream = c10_npu::getCurrentNPUStream(device);
+  std::vector<void*> unsettled;  // Note [Sampled device writes]: asked outside the lock
+  for (void* block : read_blocks) {
+    if (!writes_settled(block)) {
+      unsettled.push_back(block);
+    }
+  }
+  auto check = std::make_unique<Check>();
+  check->replay = true;
+  if (!enqueue_replay(graph, skip, stream, unsettled, *check)) {
     return nullptr;
   }
   for (Check::Read& read : check->reads) {
@@ -628,8 +750,49 @@ std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
     check->site = site_here();
   }
   in_flight_.fetch_add(1);
-  // NPUGraph::replay runs on the current stream of the capture device (Note [Replay fences]).
-  return std::make_unique<ReplayCheck>(check.release(), c10_npu::getCurrentNPUStream(device));
+  return std::make_unique<ReplayCheck>(check.release(), stream);
+}
+
+// The reads `check` compares and the writes it holds (false: nothing to wait for). mutex_ taken.
+bool Audit::enqueue_replay(uint64_t graph, bool skip, const Stream& stream,
+                           const std::vector<void*>& unsettled, Check& check) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = state_->graphs.find(graph);
+  if (it == state_->graphs.end()) {
+    return false;
+  }
+  const GraphFacts& facts = it->second;
+  if (!skip) {
+    state_->counts.unchecked += facts.unknown_reads;
+  }
+  for (const HostRange& range : facts.reads) {
+    if (skip) {
+      break;
+    }
+    const bool written_by_graph =
+        std::find(facts.writes.begin(), facts.writes.end(), range.block) != facts.writes.end();
+    const bool settled =
+        std::find(unsettled.begin(), unsettled.end(), range.block) == unsettled.end();
+    BlockFacts& block = state_->blocks[range.block];
+    if (written_by_graph || !settled || block.device_writes > 0 || host_functions_.load() ||
+        !probes_available()) {
+      state_->counts.unchecked += 1;
+      continue;
+    }
+    block.reads_in_flight += 1;
+    check.reads.push_back({range, 0, block.write_epoch, block.alloc_site});
+  }
+  for (void* block : facts.writes) {
+    BlockFacts& written = state_->blocks[block];
+    if (sample_ > 1) {
+      add_writer(written, stream);  // Note [Sampled device writes]
+    } else {
+      written.device_writes += 1;
+      written.write_epoch += 1;
+      check.writes.push_back(block);
+    }
+  }
+  return !check.reads.empty() || !check.writes.empty();
 }
 
 void Audit::replay_end(std::unique_ptr<ReplayCheck> replay) {
@@ -760,6 +923,7 @@ CheckCounts Audit::check_counts() {
   std::lock_guard<std::mutex> lock(mutex_);
   CheckCounts counts = state_->counts;
   counts.pending = in_flight_.load();
+  counts.skipped = skipped_.load();
   return counts;
 }
 

@@ -140,6 +140,7 @@ class Audit final : public AllocatorObserver {
   void pool_released(MempoolId id, const void* pool) override;  // Note [Released pools]
 
   // --- the copy kernel wrapper and the hooks on NPUGraph
+  void before_read(void* block);  // an H2D copy from `block` is about to be enqueued
   void note_pageable_copy(size_t bytes);
   void note_host_function();
 
@@ -167,8 +168,13 @@ class Audit final : public AllocatorObserver {
   Audit(std::vector<std::string> library_dirs, std::string cwd, uint32_t sample);
   static Sites* make_sites(std::vector<std::string> library_dirs, std::string cwd);
   std::pair<uint64_t, uint64_t> site_sizes();  // (sites, code objects); GIL taken
+  struct Check;                                // audit.cpp
   bool sampled_out();                          // Note [Sampled checks]
-  void forget_if_idle(void* block);            // mutex_ held; Note [Bounded audit state]
+  void device_write(void* block, const Stream& stream);
+  bool writes_settled(void* block);  // Note [Sampled device writes]; no lock held
+  bool enqueue_replay(uint64_t graph, bool skip, const Stream& stream,
+                      const std::vector<void*>& unsettled, Check& check);
+  void forget_if_idle(void* block);  // mutex_ held; Note [Bounded audit state]
   void add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites,
            uint64_t count = 1);
   void add_sites(Hazard kind, const std::vector<SiteId>& sites);
@@ -183,6 +189,7 @@ class Audit final : public AllocatorObserver {
   std::atomic<uint64_t> in_flight_{0};
   const uint32_t sample_;
   std::atomic<uint64_t> sample_tick_{0};
+  std::atomic<uint64_t> skipped_{0};  // left out by sampling
 };
 
 }  // namespace torch_npu_pinpool

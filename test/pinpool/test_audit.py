@@ -188,6 +188,30 @@ def test_fixed_races_report_nothing(scenario, shape, delay):
 
 @NEEDS_COPY_DIRECTION
 @DELAYS
+@pytest.mark.parametrize("fixed", ["0", "1"], ids=["race", "fixed"])
+def test_bounce_buffer_the_device_writes(scenario, delay, fixed):
+    """A pinned buffer the device writes (D2H), edited on the host after a synchronize, copied
+    back and overwritten while that copy is queued: once the device's write has run, the read
+    is checked like any other - the race is reported with the copy's and the buffer's lines,
+    its fix (the copy's event synchronized before the overwrite) is not."""
+    env = dict(REPORT, AUDIT_SHAPE="bounce", AUDIT_FIXED=fixed, PINPOOL_DELAY_US=delay)
+    o = scenario("audit_written_while_queued", env=env).result
+    h = _only(o["hazards"], "written_while_queued")
+    checks = o["checks"]
+    if fixed == "1":
+        assert o["wrong_steps"] == [] and h["count"] == 0
+        assert checks["copies"] == 4 and checks["unchecked"] == 0, checks
+        return
+    if delay != "0":
+        assert o["wrong_steps"] == [0, 1, 2, 3], "the delay makes the race certain"
+        assert h["count"] == 4
+    if h["count"]:
+        assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
+    assert checks["copies"] + checks["unchecked"] == 4, checks
+
+
+@NEEDS_COPY_DIRECTION
+@DELAYS
 def test_clean_decode_loop_reports_nothing(scenario, delay):
     """Persistent pinned input and output, event-guarded, recaptured into one pool 3 times."""
     env = dict(REPORT, PINPOOL_DELAY_US=delay)

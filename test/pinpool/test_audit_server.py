@@ -309,3 +309,26 @@ def test_sampled_mode_still_reports_a_race_that_repeats(scenario):
     assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
     checks = o["checks"]
     assert checks["skipped"] == 6 and checks["copies"] + checks["unchecked"] == 2, checks
+
+
+@NEEDS_COPY_DIRECTION
+@pytest.mark.simulator  # the task delay makes the race happen on every step
+def test_sampled_mode_checks_a_buffer_the_device_writes(scenario):
+    """TORCH_NPU_PINPOOL_REPORT_SAMPLE=2 on a bounce buffer the device writes every step (Note
+    [Sampled device writes]): its D2H copies hold no probe, yet every sampled read of it is
+    checked, since the writes ran (the stream is idle after the synchronize), and the race on
+    each sampled step is reported at the copy's and the buffer's lines."""
+    env = {
+        "TORCH_NPU_PINPOOL_REPORT": "1",
+        "TORCH_NPU_PINPOOL_REPORT_SAMPLE": "2",
+        "AUDIT_SHAPE": "bounce",
+        "PINPOOL_DELAY_US": "200000",
+        "STEPS": "8",
+    }
+    o = scenario("audit_written_while_queued", env=env).result
+    assert o["wrong_steps"] == list(range(8)), "the race is certain on every step"
+    h = o["hazards"]["written_while_queued"]
+    assert h["count"] == 4, h
+    assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
+    checks = o["checks"]
+    assert checks["skipped"] == 4 and checks["copies"] == 4 and checks["unchecked"] == 0, checks

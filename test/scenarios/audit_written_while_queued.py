@@ -6,6 +6,9 @@ AUDIT_SHAPE:
           non_blocking H2D (vllm-ascend #12079 / #12630 query-start-loc, #16428 input arrays)
   table   a pinned block table rewritten for the next step while the previous graph replay that
           reads it is still queued (vllm-ascend #9727, FULL_DECODE_ONLY)
+  bounce  a pinned bounce buffer the device writes (D2H), edited on the host after a
+          synchronize, copied back (H2D) and overwritten while that copy is queued (a KV
+          offload's swap buffer)
 AUDIT_FIXED=1: the fix - an event recorded after the copy / replay, synchronized before the
 rewrite. PINPOOL_DELAY_US: a simulator task delay that keeps the work queued (so the race is
 certain; only on the simulated runtime). STEPS (4).
@@ -57,6 +60,22 @@ elif SHAPE == "table":
         g.replay()  # site: replay
         done.record()
         received[step].copy_(out)
+elif SHAPE == "bounce":
+    bounce = torch.zeros(N).pin_memory()  # site: alloc-bounce
+    dev = torch.zeros(N, device="npu")
+    zeros = torch.zeros(N, device="npu")
+    torch.npu.synchronize()
+    for step in range(STEPS):
+        bounce.copy_(zeros, non_blocking=True)  # the device writes the buffer
+        torch.npu.synchronize()
+        bounce.add_(float(step))  # edited on the host
+        dev.copy_(bounce, non_blocking=True)  # site: copy-bounce
+        done.record()
+        if FIXED:
+            done.synchronize()  # the fix: the copy has read the buffer
+        bounce.fill_(-1.0)
+        received[step].copy_(dev)
+        torch.npu.synchronize()  # the step ends before the device writes the buffer again
 else:
     raise ValueError(f"AUDIT_SHAPE={SHAPE!r}")
 torch.npu.synchronize()
@@ -68,8 +87,8 @@ report(
         "received": got,
         "wrong_steps": [s for s, row in enumerate(got) if row != [float(s)]],
         "sites": {
-            "alloc": site("alloc-refill" if SHAPE == "refill" else "alloc-table"),
-            "copy": site("copy"),
+            "alloc": site(f"alloc-{SHAPE}"),
+            "copy": site("copy-bounce" if SHAPE == "bounce" else "copy"),
             "replay": site("replay"),
         },
         "hazards": hazards(),

@@ -44,6 +44,23 @@ struct GraphPool;
 // relaxed store; every other move is made under mutex_.
 enum class BlockState : uint8_t { kFree, kInUse, kGraphUsed, kGraphOwned, kAwaitingCopies };
 
+// The name block_state() gives a state (test/pinpool/test_block_states.py).
+inline const char* name(BlockState state) {
+  switch (state) {
+    case BlockState::kFree:
+      return "free";
+    case BlockState::kInUse:
+      return "in_use";
+    case BlockState::kGraphUsed:
+      return "graph_used";
+    case BlockState::kGraphOwned:
+      return "graph_owned";
+    case BlockState::kAwaitingCopies:
+      return "awaiting_copies";
+  }
+  return "unknown";  // not a BlockState
+}
+
 struct PinBlock : at::HostBlock<Stream> {
   PinBlock(size_t size, void* ptr) : at::HostBlock<Stream>(size, ptr) {}
   PinBlock(size_t size, GraphPool* pool, bool large)

@@ -351,13 +351,11 @@ void PinPoolHostAllocatorImpl::fence_dead_graphs(GivenBack& out) {
   }
 }
 
-// kNames in BlockState's order; mutex_: a pool block is deleted under it.
+// mutex_: a pool block is deleted under it.
 const char* PinPoolHostAllocatorImpl::block_state(const void* ptr) {
-  static constexpr const char* kNames[] = {"free", "in_use", "graph_used", "graph_owned",
-                                           "awaiting_copies"};
   std::lock_guard<std::mutex> lock(mutex_);
   const PinBlock* block = find_block(ptr);
-  return block == nullptr ? nullptr : kNames[static_cast<int>(block->state())];
+  return block == nullptr ? nullptr : name(block->state());
 }
 
 std::vector<PoolInfo> PinPoolHostAllocatorImpl::pool_info() {

@@ -4,6 +4,9 @@
 #include "copy/pageable_copy_guard.h"
 #include "core/pin_pool_allocator.h"
 #include "runtime/host_cache_api.h"
+#ifndef PINPOOL_AUDIT
+#define PINPOOL_AUDIT 1  // setup.py: TORCH_NPU_PINPOOL_AUDIT
+#endif
 #if PINPOOL_AUDIT
 #include "audit/audit.h"
 #endif
@@ -98,9 +101,12 @@ void audit_replay(uint64_t handle, const py::function& replay) {
 }
 
 void def_audit(py::module_& m) {
+  // Note [Observer hooks]: the one place that installs them, before prepare().
   m.def("enable_report",
         [](std::vector<std::string> library_dirs, std::string cwd, uint32_t sample) {
           Audit::enable(std::move(library_dirs), std::move(cwd), sample);
+          set_allocator_observer(Audit::get());
+          set_copy_observer(Audit::get());
         });
   m.def("report_enabled", [] { return Audit::get() != nullptr; });
   py::tuple kinds(kHazardKinds);  // the one list of kinds; _report.py's tables follow it

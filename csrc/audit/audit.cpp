@@ -94,7 +94,7 @@ thread_local CopyScope::HostSide t_copy;
 
 std::atomic<Audit*> g_audit{nullptr};
 
-// Shapes of each kind (Note [Audit hooks]); the report's `affects` table keys on these names.
+// Shapes of each kind; the report's `affects` table keys on these names.
 constexpr const char* kPinnedInCapture = "pinned inside the capture";
 constexpr const char* kPinnedBeforeFreedInCapture = "pinned before the capture, freed inside it";
 constexpr const char* kPinnedBeforeFreedAfter = "pinned before the capture, freed after it";
@@ -372,8 +372,6 @@ bool Audit::writes_settled(void* block) {
 
 Audit* Audit::get() { return g_audit.load(std::memory_order_relaxed); }
 
-AllocatorObserver* audit_observer() { return Audit::get(); }
-
 void Audit::add(Hazard kind, const char* shape, uint64_t bytes, std::initializer_list<SiteId> sites,
                 uint64_t count) {
   Tally& tally = state_->tallies[static_cast<int>(kind)];
@@ -414,6 +412,12 @@ CopyScope::CopyScope(const at::Tensor& self, const at::Tensor& src) : saved_(t_c
 }
 
 CopyScope::~CopyScope() { t_copy = saved_; }
+
+at::Tensor& Audit::observe_copy(at::Tensor& self, const at::Tensor& src,
+                                c10::function_ref<at::Tensor&()> copy) {
+  CopyScope scope(self, src);
+  return copy();
+}
 
 namespace {
 // The copy this thread is running, if its host bytes lie in `block`.

@@ -1,11 +1,11 @@
 // The audit report (TORCH_NPU_PINPOOL_REPORT): what the plugin saw that torch_npu's own allocator
 // would have got wrong, and host writes that raced a queued copy or replay, with the lines of
-// the user's code. This header is what the allocator, the copy kernel wrapper and the binding
-// call; audit.cpp owns the record, audit_sites.cpp the Python stack (sites),
-// completion_probe.h the runtime mechanism that checks a copy at its completion.
+// the user's code. This header is what the report's binding calls; audit.cpp owns the record,
+// audit_sites.cpp the Python stack (sites), completion_probe.h the runtime mechanism that checks
+// a copy at its completion.
 //
-// The allocator reaches it through AllocatorObserver only (Note [Audit hooks],
-// allocator_observer.h).
+// The allocator and the copy kernel wrapper reach it through AllocatorObserver and CopyObserver
+// only (Note [Observer hooks], core/allocator_observer.h), which the binding installs.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "copy/copy_observer.h"
 #include "core/allocator_observer.h"
 #include "runtime/npu_runtime.h"
 #include "runtime/version_shim.h"
@@ -43,9 +44,10 @@ const char* hazard_name(Hazard kind);
 // Note [Copy direction]
 // ~~~~~~~~~~~~~~~~~~~~~
 // record_event tells the allocator a block and a stream, not what the copy does with it. With
-// the report on, the copy_ kernel wrapper (pageable_copy_guard.cpp) opens a CopyScope around
-// torch_npu's kernel: it notes, for this thread, the host side of the copy - which bytes
-// (contiguous host tensors only) and whether the device reads them (H2D) or writes them (D2H).
+// the report on, the copy_ kernel wrapper (pageable_copy_guard.cpp) runs torch_npu's kernel in
+// observe_copy, which opens a CopyScope around it: it notes, for this thread, the host side of
+// the copy - which bytes (contiguous host tensors only) and whether the device reads them (H2D)
+// or writes them (D2H).
 // A record_event inside the scope whose block holds those bytes knows its copy; any other use
 // (no scope: torch < 2.10, another copy path, a non-contiguous view) is taken as a device write
 // of the whole block, which is never checked and makes checks of the block's reads wait.
@@ -109,7 +111,7 @@ class ReplayCheck {
   Stream stream_;
 };
 
-class Audit final : public AllocatorObserver {
+class Audit final : public AllocatorObserver, public CopyObserver {
  public:
   static constexpr size_t kMaxSites = 10;
 
@@ -123,7 +125,7 @@ class Audit final : public AllocatorObserver {
   // library dirs. Takes the GIL: never call it while holding a lock.
   SiteId site_here();
 
-  // --- AllocatorObserver (Note [Audit hooks]): what the allocator tells the report.
+  // --- AllocatorObserver (Note [Observer hooks]): what the allocator tells the report.
   void allocated(void* block) override;
   void tensor_freed(void* block) override;  // Note [Bounded audit state]
   void used_by_copy(void* block, size_t block_size, const Stream& stream) override;
@@ -139,9 +141,13 @@ class Audit final : public AllocatorObserver {
   void capture_failed(const void* pool, MempoolId id, uint64_t blocks, uint64_t bytes) override;
   void pool_released(MempoolId id, const void* pool) override;  // Note [Released pools]
 
-  // --- the copy kernel wrapper and the hooks on NPUGraph
-  void before_read(void* block);  // an H2D copy from `block` is about to be enqueued
-  void note_pageable_copy(size_t bytes);
+  // --- CopyObserver: what the copy kernel wrapper tells the report.
+  at::Tensor& observe_copy(at::Tensor& self, const at::Tensor& src,
+                           c10::function_ref<at::Tensor&()> copy) override;  // in a CopyScope
+  void note_pageable_copy(size_t bytes) override;
+  void before_read(void* block);  // an H2D copy from `block` is about to be enqueued (CopyScope)
+
+  // --- the hooks on NPUGraph
   void note_host_function();
 
   // --- replays (the NPUGraph.replay hook): begin before torch_npu's replay (GIL held), end

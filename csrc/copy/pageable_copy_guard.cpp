@@ -9,15 +9,22 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <mutex>
 
+#include "copy/copy_observer.h"
 #include "copy/strided_pinned_copy.h"
 #include "core/pin_pool_allocator.h"
-#if PINPOOL_AUDIT
-#include "audit/audit.h"
-#endif
 
 namespace torch_npu_pinpool {
+
+namespace {
+std::atomic<CopyObserver*> g_observer{nullptr};  // Note [Observer hooks]
+}  // namespace
+
+void set_copy_observer(CopyObserver* observer) {
+  g_observer.store(observer, std::memory_order_relaxed);
+}
 
 #if PINPOOL_TORCH_AT_LEAST(2, 10)
 namespace {
@@ -77,11 +84,9 @@ bool copy_during_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, const
     staged_copy_in_capture(impl, self, src, stream);
     return true;
   }
-#if PINPOOL_AUDIT
-  if (Audit* audit = Audit::get()) {
-    audit->note_pageable_copy(host.nbytes());
+  if (CopyObserver* observer = g_observer.load(std::memory_order_relaxed)) {
+    observer->note_pageable_copy(host.nbytes());
   }
-#endif
   TORCH_CHECK(false, "torch_npu_pinpool: cannot copy ",
               to_device ? "a pageable (not pinned) CPU tensor to the NPU"
                         : "from the NPU into a pageable (not pinned) CPU tensor",
@@ -115,18 +120,17 @@ at::Tensor& guarded_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::
   return native_copy_(keys, self, src, non_blocking);
 }
 
-#if PINPOOL_AUDIT
-// With the report on: the copy's direction for record_event (Note [Copy direction]).
+// With an observer: the copy runs where it sees it (Note [Copy direction]).
 template <bool kRefuse>
-at::Tensor& audited_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
-                          bool non_blocking) {
-  CopyScope scope(self, src);
-  if (kRefuse) {
-    return guarded_copy_(keys, self, src, non_blocking);
-  }
-  return native_copy_(keys, self, src, non_blocking);
+at::Tensor& observed_copy_(c10::DispatchKeySet keys, at::Tensor& self, const at::Tensor& src,
+                           bool non_blocking) {
+  return g_observer.load(std::memory_order_relaxed)->observe_copy(self, src, [&]() -> at::Tensor& {
+    if (kRefuse) {
+      return guarded_copy_(keys, self, src, non_blocking);
+    }
+    return native_copy_(keys, self, src, non_blocking);
+  });
 }
-#endif
 
 bool install_copy_kernel(bool refuse) {
   static std::once_flag once;
@@ -142,17 +146,15 @@ bool install_copy_kernel(bool refuse) {
     c10::WarningUtils::WarningHandlerGuard guard(&quiet);
     g_guard_library = new torch::Library(torch::Library::IMPL, "aten",
                                          c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-#if PINPOOL_AUDIT
-    if (Audit::get() != nullptr) {
+    if (g_observer.load(std::memory_order_relaxed) != nullptr) {
       if (refuse) {
-        g_guard_library->impl("copy_", TORCH_FN(audited_copy_<true>));
+        g_guard_library->impl("copy_", TORCH_FN(observed_copy_<true>));
       } else {
-        g_guard_library->impl("copy_", TORCH_FN(audited_copy_<false>));
+        g_guard_library->impl("copy_", TORCH_FN(observed_copy_<false>));
       }
       installed = true;
       return;
     }
-#endif
     g_guard_library->impl("copy_", TORCH_FN(guarded_copy_));
     installed = true;
   });
@@ -164,11 +166,8 @@ bool install_copy_kernel(bool refuse) {
 bool install_pageable_copy_guard() { return install_copy_kernel(/*refuse=*/true); }
 
 bool install_copy_direction_scope() {
-#if PINPOOL_AUDIT
-  return Audit::get() != nullptr && install_copy_kernel(/*refuse=*/false);
-#else
-  return false;
-#endif
+  return g_observer.load(std::memory_order_relaxed) != nullptr &&
+         install_copy_kernel(/*refuse=*/false);
 }
 
 #else  // torch 2.8 / 2.9: torch_npu's kernel cannot be reached once replaced

@@ -5,7 +5,8 @@ namespace torch_npu_pinpool {
 
 // Whether it is installed (once): false on torch < 2.10 or without torch_npu's copy_.
 bool install_pageable_copy_guard();
-// The same wrapper without the refusal, for the audit (Note [Copy direction]).
+// The same wrapper without the refusal, for the copy observer (Note [Copy direction]); false
+// without one.
 bool install_copy_direction_scope();
 
 }  // namespace torch_npu_pinpool

@@ -1,18 +1,17 @@
-// AllocatorObserver: all the allocator tells the audit report (audit.h).
+// AllocatorObserver: all the allocator tells an observer (the report, when it is on).
 //
-// Note [Audit hooks]
-// ~~~~~~~~~~~~~~~~~~
-// observer_ is null when the report is off or compiled out (TORCH_NPU_PINPOOL_AUDIT=0 sets
-// PINPOOL_AUDIT to 0). "Locked" calls come under mutex_ and take only the audit's mutex; the
+// Note [Observer hooks]
+// ~~~~~~~~~~~~~~~~~~~~~
+// The allocator and the copy_ kernel wrapper report through an interface each
+// (AllocatorObserver here, CopyObserver in copy/copy_observer.h) and know nothing of what
+// observes them. One place installs the observers, before prepare() makes the allocator; an
+// allocator made before keeps none. observer_ is null when none is installed (the report off or
+// compiled out). "Locked" calls come under mutex_ and take only the observer's own mutex; the
 // others come with no allocator lock held and may take the GIL.
 #pragma once
 
 #include "runtime/npu_runtime.h"
 #include "runtime/version_shim.h"
-
-#ifndef PINPOOL_AUDIT
-#define PINPOOL_AUDIT 1
-#endif
 
 namespace torch_npu_pinpool {
 
@@ -23,7 +22,7 @@ class AllocatorObserver {
   // An eager copy (its stream not capturing), before ATen records its event.
   virtual void used_by_copy(void* block, size_t block_size, const Stream& stream) = 0;
   // Unlocked: the tensor of any block died, before the allocator caches or frees the block
-  // (Note [Bounded audit state]).
+  // (so that the observer may forget the block).
   virtual void tensor_freed(void* block) = 0;
   // Locked. `pool`: the block's graph pool, or null.
   virtual void used_by_capture(void* block, size_t block_size, const void* pool, uint64_t graph,
@@ -39,10 +38,7 @@ class AllocatorObserver {
   virtual void capture_into(MempoolId id) = 0;  // unlocked
 };
 
-#if PINPOOL_AUDIT
-AllocatorObserver* audit_observer();  // null unless the report is on
-#else
-inline AllocatorObserver* audit_observer() { return nullptr; }
-#endif
+// Note [Observer hooks]: the observer of the allocators made from now on; null: none.
+void set_allocator_observer(AllocatorObserver* observer);
 
 }  // namespace torch_npu_pinpool

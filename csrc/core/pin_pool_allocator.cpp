@@ -4,6 +4,7 @@
 #include <Python.h>
 #include <pthread.h>
 
+#include <atomic>
 #include <thread>
 
 #include "core/large_blocks.h"
@@ -16,11 +17,19 @@ namespace torch_npu_pinpool {
 // non_blocking copy's event, and is_pinned() says true, only for pointers it handed out. A block
 // holds native's DataPtr (destroyed outside our locks); empty_cache() ends with native's.
 
+namespace {
+std::atomic<AllocatorObserver*> g_observer{nullptr};  // Note [Observer hooks]
+}  // namespace
+
+void set_allocator_observer(AllocatorObserver* observer) {
+  g_observer.store(observer, std::memory_order_relaxed);
+}
+
 PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
       large_threshold_(large_block_threshold()),
       large_(new LargeBlocks(&own_stats_)),
-      observer_(audit_observer()) {}
+      observer_(g_observer.load(std::memory_order_relaxed)) {}
 
 // Note [Block map]
 // ~~~~~~~~~~~~~~~~

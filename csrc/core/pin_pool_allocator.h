@@ -246,7 +246,7 @@ class PinPoolHostAllocatorImpl final
   const size_t large_threshold_;       // SIZE_MAX when large blocks are off
   OwnBlockStats own_stats_;            // Note [Stats of our own blocks]
   LargeBlocks* const large_;           // leaked
-  AllocatorObserver* const observer_;  // Note [Audit hooks]
+  AllocatorObserver* const observer_;  // Note [Observer hooks]
 
   struct MappedBlock {
     c10::DataPtr data;

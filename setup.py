@@ -105,11 +105,11 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
     return compile_args, [sanitize], [("PINPOOL_SANITIZERS", '"' + ",".join(kinds) + '"')]
 
 
-# csrc/ by layer (docs/design.md, "Shape"): the allocator and everything it needs; the audit
-# report (Note [Audit hooks]) is a unit of its own that a build may leave out; the injected
-# sanitizer defects go only into sanitized builds. Sources include each other from csrc/.
+# csrc/ by layer (docs/design.md, "Shape"): the allocator and everything it needs, and the
+# bindings (csrc/python/, one file a layer); the audit report (Note [Observer hooks]) is a unit of
+# its own that a build may leave out; the injected sanitizer defects go only into sanitized
+# builds. Sources include each other from csrc/.
 CORE_SOURCES = [
-    "csrc/module.cpp",
     "csrc/core/pin_pool_allocator.cpp",
     "csrc/core/large_blocks.cpp",
     "csrc/graphs/capture_registry.cpp",
@@ -117,7 +117,13 @@ CORE_SOURCES = [
     "csrc/copy/pageable_copy_guard.cpp",
     "csrc/copy/strided_pinned_copy.cpp",
     "csrc/runtime/npu_runtime.cpp",
-    "csrc/runtime/host_cache_api.cpp",
+    "csrc/python/module.cpp",
+    "csrc/python/allocator.cpp",
+    "csrc/python/graphs.cpp",
+    "csrc/python/copy.cpp",
+    "csrc/python/host_cache_api.cpp",
+    "csrc/python/report.cpp",
+    "csrc/python/testing.cpp",
 ]
 AUDIT_SOURCES = [
     "csrc/audit/audit.cpp",

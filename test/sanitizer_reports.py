@@ -39,7 +39,7 @@ import re
 import sys
 
 # A frame of this project: source paths (debug info), our namespaces, our shared objects. The
-# plugin's paths are relative ("csrc/module.cpp:122": pip builds the sdist in a temporary
+# plugin's paths are relative ("csrc/python/report.cpp:40": pip builds the sdist in a temporary
 # directory), and a lambda's frame names no namespace ("operator() csrc/...").
 _OURS = re.compile(
     r"[\s/]csrc/|/simcann/src/|/simcann/gen/|torch_npu_pinpool::|simcann::|"
@@ -69,7 +69,7 @@ _SUPPRESSIONS_USED = re.compile(r"^ThreadSanitizer: Matched \d+ suppressions|^Su
 _THIRD_PARTY_LEAKS = (
     (
         "pybind11's function records",
-        # Every m.def() of csrc/module.cpp makes one (pybind11.h, cpp_function::initialize_generic:
+        # Every m.def() of csrc/python/ makes one (pybind11.h, cpp_function::initialize_generic:
         # function_record_PyObject_New); when CPython frees the function (at exit), pybind11's
         # tp_dealloc_impl frees the C++ record but, in pybind11 3.0.1 (torch 2.10's bundled copy),
         # never the Python object itself: no PyObject_Free (3.0.4, torch 2.13's, has it;

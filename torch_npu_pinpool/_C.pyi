@@ -1,4 +1,4 @@
-"""Type stub of the private extension ``torch_npu_pinpool._C`` (csrc/module.cpp).
+"""Type stub of the private extension ``torch_npu_pinpool._C`` (csrc/python/).
 
 The graph calls are those of Note [Graph handles] in csrc/graphs/capture_registry.cpp; only
 ``torch_npu_pinpool/_hooks.py`` and ``__init__.py`` call them.
@@ -30,14 +30,14 @@ def process_pending() -> None: ...
 def pool_stats() -> list[dict[str, object]]: ...
 def block_state(ptr: int) -> str | None: ...  # Note [Block states]; None: no block of ours
 
-# csrc/runtime/host_cache_api.cpp: the allocator registered for PrivateUse1, plugin on or off.
+# csrc/python/host_cache_api.cpp: the allocator registered for PrivateUse1, plugin on or off.
 def registered_host_empty_cache() -> None: ...
 def registered_host_memory_stats() -> dict[str, object]: ...  # nested, as torch_npu's
 def registered_host_reset_accumulated() -> None: ...
 def registered_host_reset_peak() -> None: ...
 
-# The audit report (csrc/audit/audit.h); enable_report must come before activate(). Below
-# report_enabled: absent when audit_built is False.
+# The audit report (csrc/audit/audit.h, bound in csrc/python/report.cpp); enable_report must come
+# before activate(). Below report_enabled: absent when audit_built is False.
 def report_enabled() -> bool: ...
 
 hazard_kinds: tuple[str, ...]  # the report's kinds, in its order (csrc/audit/audit.cpp)

@@ -3,7 +3,7 @@ functions where the build has them, else the same through ATen's host-allocator 
 
 torch_npu 2.8.0.post2 and 2.9.0 have no ``host_empty_cache`` / ``host_memory_stats`` (2.8.0.post5
 and 2.9.1 add them). There the registered allocator - the plugin's, or torch_npu's own with the
-plugin off - is asked directly (``csrc/runtime/host_cache_api.cpp``), and the statistics come back
+plugin off - is asked directly (``csrc/python/host_cache_api.cpp``), and the statistics come back
 as torch_npu's later builds return them: flat ``"name.current"`` keys.
 """
 

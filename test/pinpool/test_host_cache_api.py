@@ -1,6 +1,6 @@
 """torch_npu_pinpool.host_empty_cache() / host_memory_stats() / reset_*: torch_npu.npu's own
 functions where the build has them, else the same through ATen's host-allocator registry
-(torch_npu 2.8.0.post2 and 2.9.0 have none; csrc/runtime/host_cache_api.cpp). The registry path
+(torch_npu 2.8.0.post2 and 2.9.0 have none; csrc/python/host_cache_api.cpp). The registry path
 is run on every build, plugin on and off (test/scenarios/host_cache_api.py): where torch_npu has
 the functions, it returns the same keys and values as they do."""
 

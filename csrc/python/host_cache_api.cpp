@@ -3,10 +3,9 @@
 // and 2.9.1 add them). Each call goes through ATen's host-allocator registry to whatever is
 // registered for PrivateUse1 - the plugin's allocator, or torch_npu's own with the plugin off - as
 // torch_npu's later builds do (torch_npu/csrc/npu/Module.cpp, THNPModule_npu_hostMemoryStats).
-#include "runtime/host_cache_api.h"
-
 #include <ATen/core/CachingHostAllocator.h>
 
+#include "python/bindings.h"
 #include "runtime/version_shim.h"
 
 namespace torch_npu_pinpool {
@@ -62,8 +61,7 @@ py::dict host_memory_stats() {
 
 }  // namespace
 
-void def_host_cache_api(py::module_& m) {
-  using release_gil = py::call_guard<py::gil_scoped_release>;
+void bind_host_cache(py::module_& m) {
   m.def("registered_host_empty_cache", [] { registered().empty_cache(); }, release_gil());
   m.def("registered_host_memory_stats", &host_memory_stats);
   m.def(

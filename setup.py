@@ -106,9 +106,9 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
 
 
 # csrc/ by layer (docs/design.md, "Shape"): the allocator and everything it needs, and the
-# bindings (csrc/python/, one file a layer); the audit report (Note [Observer hooks]) is a unit of
-# its own that a build may leave out; the injected sanitizer defects go only into sanitized
-# builds. Sources include each other from csrc/.
+# bindings (csrc/python/, by layer); the audit report (Note [Observer hooks]) is a unit of its own
+# that a build may leave out; the injected sanitizer defects go only into sanitized builds.
+# Sources include each other from csrc/.
 CORE_SOURCES = [
     "csrc/core/pin_pool_allocator.cpp",
     "csrc/core/large_blocks.cpp",
@@ -119,11 +119,8 @@ CORE_SOURCES = [
     "csrc/runtime/npu_runtime.cpp",
     "csrc/python/module.cpp",
     "csrc/python/allocator.cpp",
-    "csrc/python/graphs.cpp",
-    "csrc/python/copy.cpp",
     "csrc/python/host_cache_api.cpp",
     "csrc/python/report.cpp",
-    "csrc/python/testing.cpp",
 ]
 AUDIT_SOURCES = [
     "csrc/audit/audit.cpp",

@@ -1,12 +1,17 @@
-// torch_npu_pinpool._C's bindings by layer: one bind_* per file of csrc/python/, each called
-// once by module.cpp's PYBIND11_MODULE.
+// torch_npu_pinpool._C's bindings by layer: one bind_* a layer, each called once by module.cpp's
+// PYBIND11_MODULE; those of the layers with a file of their own are declared here.
 #pragma once
 
-#include <torch/extension.h>
+// pybind11 alone, not <torch/extension.h> (torch/all.h: some 20 s of parsing in every file that
+// includes it): no binding takes or returns a torch type, so none needs torch's type casters.
+// Each file includes the headers of its own layer.
+#include <pybind11/pybind11.h>
 
-#include "core/pin_pool_allocator.h"
+namespace py = pybind11;
 
 namespace torch_npu_pinpool {
+
+class PinPoolHostAllocatorImpl;  // core/pin_pool_allocator.h
 
 // Calls that may record or wait for events release the GIL (torch_npu's task queue may take
 // it); mutex_ holders never take it.
@@ -16,10 +21,8 @@ using release_gil = py::call_guard<py::gil_scoped_release>;
 PinPoolHostAllocatorImpl& active_impl();
 
 void bind_allocator(py::module_& m);   // allocator.cpp: the allocator, its blocks
-void bind_graphs(py::module_& m);      // graphs.cpp: Note [Graph handles], the graph pools
-void bind_copy(py::module_& m);        // copy.cpp: Note [Pageable copy guard]
+void bind_graphs(py::module_& m);      // allocator.cpp: Note [Graph handles], the graph pools
 void bind_host_cache(py::module_& m);  // host_cache_api.cpp: the registered allocator's cache
 void bind_report(py::module_& m);      // report.cpp: the report, off or compiled out
-void bind_testing(py::module_& m);     // testing.cpp: sanitized builds' injected defects
 
 }  // namespace torch_npu_pinpool

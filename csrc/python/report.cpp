@@ -1,7 +1,10 @@
 // The report's bindings (TORCH_NPU_PINPOOL_REPORT, csrc/audit/), and the one place that installs
 // the observers (Note [Observer hooks]). enable_report comes before activate(); a build without
 // the audit sources (setup.py: TORCH_NPU_PINPOOL_AUDIT=0) has audit_built and report_enabled only.
+#include <pybind11/stl.h>  // enable_report's and report_data's vectors
+
 #include "copy/pageable_copy_guard.h"
+#include "core/pin_pool_allocator.h"
 #include "python/bindings.h"
 #ifndef PINPOOL_AUDIT
 #define PINPOOL_AUDIT 1  // setup.py: TORCH_NPU_PINPOOL_AUDIT

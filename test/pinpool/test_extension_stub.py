@@ -7,7 +7,7 @@ import ast
 import importlib.util
 import os
 
-# Names a build may leave out (csrc/python/report.cpp, testing.cpp).
+# Names a build may leave out (csrc/python/report.cpp, module.cpp).
 AUDIT_ONLY = {
     "enable_report",
     "install_copy_direction_scope",

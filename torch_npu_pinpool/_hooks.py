@@ -117,13 +117,18 @@ def _replay(ext: Any, orig: Callable) -> Callable:
 
 
 def _replay_audited(ext: Any, orig: Callable) -> Callable:
-    """With the report on: the replay checked for written_while_queued (csrc/audit/audit.cpp)."""
+    """With the report on: the replay checked for written_while_queued (csrc/python/report.cpp,
+    Note [Audited replay])."""
+    begin, end = ext.audit_replay_begin, ext.audit_replay_end
 
     def replay(self):
         graph = self.__dict__.get(_HANDLE)
         if graph is None:
             return orig(self)
-        ext.audit_replay(graph.id, lambda: orig(self))
+        check = begin(graph.id)  # None: nothing to compare
+        orig(self)
+        if check is not None:
+            end(check)
 
     return replay
 

@@ -66,16 +66,31 @@ py::dict audit_sizes() {
                   "in_flight"_a = z.in_flight);
 }
 
-// graph_replay, then the replay checked (Note [What written_while_queued sees]).
-void audit_replay(uint64_t handle, const py::function& replay) {
+// Note [Audited replay]: the Python hook calls begin, the graph's own replay, then end with what
+// begin returned (Note [What written_while_queued sees]). begin notes the replay (graph_replay)
+// and returns None when there is nothing to compare or track - a graph with no pinned block, or a
+// replay left out by sampling of a graph that writes none - so such a replay costs one call and
+// no object; else a capsule owning the ReplayCheck, which end launches (a capsule dropped without
+// end - the replay raised - undoes begin).
+py::object audit_replay_begin(uint64_t handle) {
   active_impl().graph_replay(handle);
-  Audit& a = audit();
-  std::unique_ptr<ReplayCheck> check = a.replay_begin(handle);
-  replay();
-  if (check != nullptr) {
-    py::gil_scoped_release no_gil;  // the probe goes through torch_npu's task queue
-    a.replay_end(std::move(check));
+  std::unique_ptr<ReplayCheck> check = audit().replay_begin(handle);
+  if (check == nullptr) {
+    return py::none();
   }
+  return py::capsule(check.release(), "torch_npu_pinpool.ReplayCheck", [](PyObject* capsule) {
+    delete static_cast<ReplayCheck*>(
+        PyCapsule_GetPointer(capsule, "torch_npu_pinpool.ReplayCheck"));
+  });
+}
+
+void audit_replay_end(const py::capsule& capsule) {
+  auto* begun = capsule.get_pointer<ReplayCheck>();
+  void* check = begun->release();  // the capsule keeps an empty ReplayCheck
+  TORCH_CHECK(check != nullptr, "torch_npu_pinpool: audit_replay_end was given a spent check");
+  auto replay = std::make_unique<ReplayCheck>(check, begun->stream());
+  py::gil_scoped_release no_gil;  // the probe goes through torch_npu's task queue
+  audit().replay_end(std::move(replay));
 }
 
 // Note [Observer hooks]: the one place that installs the observers, before prepare().
@@ -97,7 +112,8 @@ void bind_report(py::module_& m) {
   }
   m.attr("hazard_kinds") = kinds;
   m.def("install_copy_direction_scope", &install_copy_direction_scope);
-  m.def("audit_replay", &audit_replay);
+  m.def("audit_replay_begin", &audit_replay_begin);
+  m.def("audit_replay_end", &audit_replay_end);
   m.def("audit_host_function", [] { audit().note_host_function(); });
   m.def("report_data", &report_data);
   m.def("report_checks", &report_checks);

@@ -205,6 +205,7 @@ def test_bounce_buffer_the_device_writes(scenario, delay, fixed):
     if delay != "0":
         assert o["wrong_steps"] == [0, 1, 2, 3], "the delay makes the race certain"
         assert h["count"] == 4
+        assert all(n >= 1 for n in o["d2h_in_flight"]), "full mode: a probe behind each D2H"
     if h["count"]:
         assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
     assert checks["copies"] + checks["unchecked"] == 4, checks

@@ -332,3 +332,4 @@ def test_sampled_mode_checks_a_buffer_the_device_writes(scenario):
     assert h["sites"] == [o["sites"]["copy"], o["sites"]["alloc"]]
     checks = o["checks"]
     assert checks["skipped"] == 4 and checks["copies"] == 4 and checks["unchecked"] == 0, checks
+    assert o["d2h_in_flight"] == [0] * 8, "a D2H copy launches no probe in sampled mode"

@@ -11,7 +11,8 @@ import os
 AUDIT_ONLY = {
     "enable_report",
     "install_copy_direction_scope",
-    "audit_replay",
+    "audit_replay_begin",
+    "audit_replay_end",
     "audit_host_function",
     "report_data",
     "report_checks",

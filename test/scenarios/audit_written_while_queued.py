@@ -21,7 +21,7 @@ import os
 
 import simctl
 import torch
-from scenario import env_int, hazards, report, report_checks, side_stream, site
+from scenario import checks_in_flight, env_int, hazards, report, report_checks, side_stream, site
 
 SHAPE = os.environ.get("AUDIT_SHAPE", "refill")
 FIXED = os.environ.get("AUDIT_FIXED", "0") == "1"
@@ -32,6 +32,7 @@ if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the si
 side_stream()
 received = torch.zeros(STEPS, N, device="npu")
 done = torch.npu.Event()
+d2h_in_flight = []  # bounce: the audit's checks in flight just after each D2H was enqueued
 if SHAPE == "refill":
     host = torch.zeros(N).pin_memory()  # site: alloc-refill
     dev = torch.zeros(N, device="npu")
@@ -67,6 +68,7 @@ elif SHAPE == "bounce":
     torch.npu.synchronize()
     for step in range(STEPS):
         bounce.copy_(zeros, non_blocking=True)  # the device writes the buffer
+        d2h_in_flight.append(checks_in_flight())  # with the write queued: a probe behind it?
         torch.npu.synchronize()
         bounce.add_(float(step))  # edited on the host
         dev.copy_(bounce, non_blocking=True)  # site: copy-bounce
@@ -93,5 +95,6 @@ report(
         },
         "hazards": hazards(),
         "checks": report_checks(),
+        "d2h_in_flight": d2h_in_flight,
     }
 )

@@ -237,6 +237,13 @@ def hazards() -> dict[str, dict[str, Any]]:
     return {h["kind"]: h for h in torch_npu_pinpool.report(wait=10.0)["hazards"]}
 
 
+def checks_in_flight() -> int | None:
+    """The audit's checks launched and not yet finished (None when the report is off)."""
+    if not _reporting():
+        return None
+    return int(torch_npu_pinpool._ext.audit_sizes()["in_flight"])
+
+
 def report_checks() -> dict[str, int]:
     """How many H2D copies / replays the report compared at completion, and how many reads it
     could not check (``{}`` when the plugin is off)."""

@@ -5,6 +5,12 @@ step, with the plugin alone, with the audit report sampled (TORCH_NPU_PINPOOL_RE
 one copy / replay in N compared, csrc/audit/audit.cpp Note [Sampled checks]) and with the full
 report. The audit variants also return how many copies / replays they compared and how many
 hazards they saw (a correct loop: none).
+
+Every variant runs the loop with one intra-op thread (torch.set_num_threads(1)): on a 2-CPU
+machine the OpenMP pool's second thread, the simulator's stream worker and torch_npu's task
+queue share one CPU, and the Python thread's spin at the pool's barrier (perf: 12-23% of its
+samples in libgomp, differing from process to process) moves steps/s by more than the audit's
+cost. The loop's one parallel op, the 64 KiB host copy, runs on the Python thread instead.
 """
 
 from __future__ import annotations
@@ -26,6 +32,15 @@ QUICK = {"steps": 50, "warmup": 200}
 def measure(ctx) -> dict:
     import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _measure(ctx, torch)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(ctx, torch) -> dict:
     step, g, wrong = p5_decode.make_step(torch, ctx.cfg["bytes"])
     for i in range(ctx.cfg["warmup"]):
         step(i)

@@ -2,7 +2,7 @@
 aclmdlRICaptureTaskUpdateBegin/End) and the stream value write/wait torch_npu orders them with.
 
 Each rule cites hicann/runtime (Note [Task groups] and Note [Task update] in
-test/simcann/src/capture.cpp). Kernels are driven through the simulated aclnnInplaceCopy /
+simcann/src/capture.cpp). Kernels are driven through the simulated aclnnInplaceCopy /
 aclnnInplaceZero (ctypes); the last test goes through torch_npu (NPUGraph.update).
 """
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+
 from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator

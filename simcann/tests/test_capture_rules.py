@@ -6,6 +6,7 @@ Each rule cites hicann/runtime (see simcann/src/capture.cpp); the codes are the 
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator

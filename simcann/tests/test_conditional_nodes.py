@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

@@ -10,6 +10,7 @@ event_capture.cc). Driven through the ACL C API (ctypes); one torch_npu case at 
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

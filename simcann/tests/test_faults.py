@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

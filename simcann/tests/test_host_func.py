@@ -9,6 +9,7 @@ torch_npu_pinpool's staged copies of non-contiguous pinned views rely on exactly
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator

@@ -8,6 +8,7 @@ report rely on both (csrc/audit/completion_probe.cpp, Note [Completion probes]).
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator

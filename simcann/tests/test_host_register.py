@@ -7,6 +7,7 @@ aclsysGetCANNVersion in simcann/src/device.cpp."""
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

@@ -4,6 +4,7 @@ reported."""
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

@@ -9,6 +9,7 @@ aclnnInplaceZero (ctypes); the last test goes through torch_npu (NPUGraph.update
 from __future__ import annotations
 
 import pytest
+
 from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator

@@ -13,6 +13,7 @@ import os
 import subprocess
 
 import pytest
+
 from .simcann_snippets import TORCH
 
 pytestmark = pytest.mark.simulator

@@ -6,7 +6,7 @@
 #
 # The first call creates a venv under ${PINPOOL_ENV_ROOT:-$HOME/.cache/torch_npu_pinpool/envs}/PAIR
 # with that pair of wheels and the test dependencies, and builds the simulated CANN runtime
-# (test/simcann) into it; later calls reuse both and print nothing (the simulator is rebuilt when
+# (simcann) into it; later calls reuse both and print nothing (the simulator is rebuilt when
 # its sources change). It then exports PATH (venv first), VIRTUAL_ENV, SIMCANN_LIB_DIR,
 # LD_LIBRARY_PATH (simulator first), TORCH_DEVICE_BACKEND_AUTOLOAD=0 and PINPOOL_PAIR.
 # The work is done by ci/lib/envsetup.sh in a child process, so a failure never exits your shell.

@@ -231,7 +231,7 @@ echo "logs and JUnit XML: $WORK"
 versions="$(cd "$WORK" && python -c 'import importlib.metadata as m, torch, torch_npu
 print(m.version("torch"), torch_npu.__version__)' 2>/dev/null | tail -1)"
 commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-[[ -z "$(git status --porcelain -- csrc torch_npu_pinpool test/simcann ci ':!ci/results' 2>/dev/null)" ]] ||
+[[ -z "$(git status --porcelain -- csrc torch_npu_pinpool simcann ci ':!ci/results' 2>/dev/null)" ]] ||
     commit="$commit+changes"
 n=0
 for f in "${FILES[@]}"; do

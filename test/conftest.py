@@ -89,7 +89,7 @@ def _run_child(
 
 def _fail_on_sanitizer_report(pid: int, what: str, proc: subprocess.CompletedProcess) -> None:
     """Under a sanitizer leg (ci/lib/sanitize.sh sets PINPOOL_SANITIZER_REPORTS), a report the
-    child left (an error, or a leak in csrc/ or test/simcann/: test/sanitizer_reports.py) fails
+    child left (an error, or a leak in csrc/ or simcann/: test/sanitizer_reports.py) fails
     the calling test, also one that expected the child to fail."""
     reports_dir = os.environ.get("PINPOOL_SANITIZER_REPORTS")
     if not reports_dir:

@@ -11,7 +11,7 @@ What fails:
     ``halt_on_error``), whoever's frames it names;
   * a leak (LeakSanitizer, at exit) whose allocation stack has a frame of this project: the
     plugin (``csrc/``, ``torch_npu_pinpool/_C*.so``) or the simulated runtime
-    (``test/simcann/``, ``libascendcl.so``). That is how leak checking is scoped: CPython and
+    (``simcann/``, ``libascendcl.so``). That is how leak checking is scoped: CPython and
     torch leave objects unreachable at exit that nobody frees, and those leaks (no frame of
     ours) are counted as foreign, never hidden, never failing.
 
@@ -42,7 +42,7 @@ import sys
 # plugin's paths are relative ("csrc/python/report.cpp:40": pip builds the sdist in a temporary
 # directory), and a lambda's frame names no namespace ("operator() csrc/...").
 _OURS = re.compile(
-    r"[\s/]csrc/|/simcann/src/|/simcann/gen/|torch_npu_pinpool::|simcann::|"
+    r"[\s/]csrc/|[\s/]simcann/src/|[\s/]simcann/gen/|torch_npu_pinpool::|simcann::|"
     r"torch_npu_pinpool/_C\.|/libascendcl\.so"
 )
 _FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ ")
@@ -303,7 +303,7 @@ def summarize(reports_dir: str) -> tuple[str, bool]:
     for title, leaks in (
         ("leaks of objects the simulator created for torch_npu, never destroyed by it", handed),
         (f"third party's leaks with a frame of ours ({', '.join(owners)})", third),
-        ("foreign leaks (no frame of csrc/ or test/simcann/)", foreign),
+        ("foreign leaks (no frame of csrc/ or simcann/)", foreign),
     ):
         tops: dict[str, int] = {}
         for r in leaks:
@@ -313,7 +313,7 @@ def summarize(reports_dir: str) -> tuple[str, bool]:
             for top, n in sorted(tops.items(), key=lambda kv: -kv[1]):
                 print(f"  {n:5d}  {top}")
     line = (
-        f"reports: {len(failing)} (errors, leaks in csrc/ or test/simcann/); not failing: "
+        f"reports: {len(failing)} (errors, leaks in csrc/ or simcann/); not failing: "
         f"{len(foreign)} foreign leaks, {len(handed)} handed over to torch_npu, {len(third)} "
         "third party's"
     )

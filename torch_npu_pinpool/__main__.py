@@ -32,7 +32,7 @@ def _runtime() -> str:
     except OSError as e:
         return f"not loadable ({e})"
     if hasattr(lib, "simcann_state_id"):
-        return "simulated CANN runtime (test/simcann)"
+        return "simulated CANN runtime (simcann)"
     home = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME_PATH") or ""
     version = ""
     for candidate in ("version.cfg", "compiler/version.info", "runtime/version.info"):

@@ -32,7 +32,7 @@ def setup(plugin: bool) -> dict:
 
 
 class Sim:
-    """The simulated CANN runtime's control API (test/simcann, exported C functions).
+    """The simulated CANN runtime's control API (simcann, exported C functions).
 
     The simulator is already loaded by torch_npu; dlopen by soname returns that same copy.
     Every function is optional: a missing one reads as None / does nothing, so a bench run
@@ -74,7 +74,7 @@ class Sim:
         return int(f()) if f else None
 
     def host_pins(self):
-        """aclrtMallocHost* calls so far (test/simcann's simcann_host_malloc_calls)."""
+        """aclrtMallocHost* calls so far (simcann's simcann_host_malloc_calls)."""
         f = self.fn("simcann_host_malloc_calls")
         return int(f()) if f else None
 

@@ -3,7 +3,7 @@
 #
 #   bash ci/legs/lint.sh PAIR
 #
-# `ruff check` of torch_npu_pinpool test bench ci, then ci/lib/check_sim_markers.py: no test in
+# `ruff check` of torch_npu_pinpool test simcann bench ci, then ci/lib/check_sim_markers.py: no test in
 # test/pinpool or test/stress reads simulator state without the `simulator` marker, and no test
 # or scenario names the as-a-real-NPU leg's variables instead of asking simctl.available().
 # Not on aarch64 (PINPOOL_ARCH=aarch64; row "not run"): the sources are the same, the x86 run
@@ -21,7 +21,7 @@ if [[ "$ARCH" == aarch64 ]]; then
 fi
 t0=$SECONDS
 targets=()
-for d in torch_npu_pinpool test bench ci; do [[ -d "$d" ]] && targets+=("$d"); done
+for d in torch_npu_pinpool test simcann bench ci; do [[ -d "$d" ]] && targets+=("$d"); done
 if ! activate "$pair"; then
     row lint FAIL "$((SECONDS - t0))s" "env $pair could not be set up, so ruff did not run"
     exit 1

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The simulator leg of a pair (row and leg "PAIR"): the whole suite on the simulated CANN runtime,
-# the simulator's checks on, in PAIR's env with the plugin installed (ci/legs/pair.sh does both):
+# the simulator's checks on, with the simulator's own tests (simcann/tests), in PAIR's env with
+# the plugin installed (ci/legs/pair.sh does both):
 #
 #   bash ci/legs/simulator.sh PAIR [pytest args]
-#   = PINPOOL_SIM_API_RECORD=ENVS/PAIR.sim-api.txt python -m pytest test/ -n 2 --junitxml ENVS/PAIR.junit.xml [pytest args]
+#   = PINPOOL_SIM_API_RECORD=ENVS/PAIR.sim-api.txt python -m pytest test/ simcann/tests -n 2 --junitxml ENVS/PAIR.junit.xml [pytest args]
 #
 # PINPOOL_XDIST: pytest-xdist workers (default 2; 0 = off). The record: every test during which a
 # process asked simctl.available() (test/scenarios/simctl.py), and every `npu` test: the
@@ -23,8 +24,8 @@ record="$ENVS/$pair.sim-api.txt"
 rm -f "$junit"
 : >"$record"
 mapfile -t opts < <(xdist)
-echo "+ PINPOOL_SIM_API_RECORD=$record python -m pytest test/ ${opts[*]} $*"
-PINPOOL_SIM_API_RECORD="$record" python -m pytest test/ "${opts[@]}" --junitxml="$junit" "$@"
+echo "+ PINPOOL_SIM_API_RECORD=$record python -m pytest test/ simcann/tests ${opts[*]} $*"
+PINPOOL_SIM_API_RECORD="$record" python -m pytest test/ simcann/tests "${opts[@]}" --junitxml="$junit" "$@"
 rc=$?
 record_leg "$pair" "$junit" "$rc"
 case $rc in

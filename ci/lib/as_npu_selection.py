@@ -7,7 +7,7 @@ of what it ran.
 What the leg changes, and nothing else (issue #50): SIMCANN_LIB_DIR is unset and
 PINPOOL_TEST_AS_NPU=1, over the same simulated runtime (through LD_LIBRARY_PATH), the same env,
 the same installed plugin. Neither the simulator (its configuration: SIMCANN_DEVICE_COUNT,
-SIMCANN_CANN_VERSION, SIMCANN_STRICT, ...: test/simcann/src/common.cpp) nor the plugin reads
+SIMCANN_CANN_VERSION, SIMCANN_STRICT, ...: simcann/src/common.cpp) nor the plugin reads
 either variable; the tests read them in three places only:
   - test/conftest.py: `simulator` tests are skipped (the leg deselects them: -m "not simulator"),
     `npu` tests run (skipped on the simulator);

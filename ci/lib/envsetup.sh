@@ -14,7 +14,7 @@
 #   ROOT/PAIR/                  the venv
 #   ROOT/PAIR/.pinpool-stamp    written last: what was installed. A venv without a matching
 #                               stamp (an interrupted or older install) is deleted and redone.
-#   ROOT/PAIR/simcann/HASH/lib/ the simulated CANN runtime built from the test/simcann sources
+#   ROOT/PAIR/simcann/HASH/lib/ the simulated CANN runtime built from the simcann sources
 #                               whose hash is HASH, for this venv's python
 #                               (PINPOOL_SIM_ROOT=DIR: under DIR/HASH/ instead, e.g. to keep a
 #                               branch's simulator builds out of an env that others share)
@@ -243,7 +243,7 @@ installed_npu() {
 # machine's CANN is newer than the ACL headers an older build shipped (torch_npu 2.8.0's lack the
 # capture error codes, aclrtHostFunc, ...): the line build's ACL headers are kept in the env
 # before a switch (downloaded if that build is not installed) and the simulator is built against
-# them (test/simcann/build.sh --acl-include).
+# them (simcann/build.sh --acl-include).
 LINE_NPU="${PAIR_NPU#torch_npu==}"
 LINE_ACL="$VENV/acl-include-$LINE_NPU"
 keep_line_acl_headers() {
@@ -315,7 +315,7 @@ fi
 # sources share the env without rebuilding in turn, and a build never replaces a lib dir that a
 # running test session still has on its LD_LIBRARY_PATH. The least recently used ones beyond
 # the newest $SIM_KEEP are deleted.
-SIM_SRC="$REPO/test/simcann"
+SIM_SRC="$REPO/simcann"
 SIM_BASE="${PINPOOL_SIM_ROOT:-$VENV/simcann}"
 SIM_KEEP=6
 SIM_CROSS=()
@@ -329,7 +329,7 @@ if [[ "$have_npu" != "$LINE_NPU" ]]; then
     keep_line_acl_headers
     sim_acl=(--acl-include "$LINE_ACL")
 fi
-# Hash every file under test/simcann except its tests, docs, build output and caches, plus the
+# Hash every file under simcann except its tests, docs, build output and caches, plus the
 # python it is built for, so an edited source or a different interpreter rebuilds it.
 sim_hash="$(
     cd "$SIM_SRC" &&
@@ -345,8 +345,8 @@ if [[ ! -f "$SIM_DIR/.stamp" ]]; then
     mkdir -p "$SIM_BASE"
     rm -rf "$SIM_DIR.new"
     printf '\n=== simulator build %s (%s) ===\n' "$(date -u +%FT%TZ)" "$SIM_SRC" >>"$LOG"
-    run_logged "building the simulated CANN runtime (test/simcann/build.sh)" \
-        "read the log above; rerun 'bash test/simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
+    run_logged "building the simulated CANN runtime (simcann/build.sh)" \
+        "read the log above; rerun 'bash simcann/build.sh --python $PY --out /tmp/simcann' by hand to debug" \
         bash "$SIM_SRC/build.sh" --python "$PY" --out "$SIM_DIR.new" "${SIM_CROSS[@]}" "${sim_acl[@]}"
     [[ -f "$SIM_DIR.new/lib/libascendcl.so" ]] ||
         die "building the simulated CANN runtime" "build.sh succeeded but left no $SIM_DIR.new/lib/libascendcl.so"

@@ -125,7 +125,7 @@ pinpool_pair_spec() {
         [[ "$PAIR_BUILD" != 2.8.0 ]] || PAIR_REFUSED=1
     fi
     # A machine's runtime always reports its CANN version; the simulator reports none unless told
-    # (test/simcann/README.md). torch_npu 2.8.0 does not import then: GetCANNInfo.cpp's
+    # (simcann/README.md). torch_npu 2.8.0 does not import then: GetCANNInfo.cpp's
     # IsGteDriverVersion throws on the empty version in a thread, and the process terminates
     # (2.8.0.post2 and later builds tolerate it). Its env reports CANN 8.3.RC1, the release
     # torch_npu 2.8.0 was published for (below 8.5.0: pinned_mem_register stays off, as unset).

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# One sanitizer leg (issue #20): the plugin (csrc/) and the simulated runtime (test/simcann/src)
+# One sanitizer leg (issue #20): the plugin (csrc/) and the simulated runtime (simcann/src)
 # built instrumented, the tests run with the sanitizer runtime preloaded, every report counted.
 #
 #   bash ci/lib/sanitize.sh PAIR KIND STATUS_FILE [pytest args...]    KIND: address | thread
 #
 # ci/test.sh runs it for PINPOOL_SANITIZE=address|thread (every pair of PINPOOL_PAIRS), on the
 # selection of ci/legs/sanitize.sh. What it does, in PAIR's env (ci/sim-env.sh):
-#   1. the simulator, built with `test/simcann/build.sh --sanitize` into its own directory
+#   1. the simulator, built with `simcann/build.sh --sanitize` into its own directory
 #      ($VIRTUAL_ENV/simcann-sanitize/HASH-KIND; the env's normal build stays as it is);
 #   2. the plugin, built from its sdist with TORCH_NPU_PINPOOL_SANITIZE (setup.py) and installed
 #      with `pip install --target $VIRTUAL_ENV/sanitize-KIND/site`, put first on PYTHONPATH (the
@@ -18,7 +18,7 @@
 #      to $REPORTS/<tool>.<pid> (log_path); test/conftest.py fails the test whose scenario left
 #      one; test/sanitizer_reports.py counts them all. Leak checking (LeakSanitizer, at exit,
 #      with PYTHONMALLOC=malloc so that it sees CPython's pointers) fails only on leaks with a
-#      frame of csrc/ or test/simcann/; the others are counted and listed;
+#      frame of csrc/ or simcann/; the others are counted and listed;
 #   4. the injected defects (marker sanitizer_injected, Note [Injected sanitizer reports]): each
 #      test this build has the sanitizer for must FAIL, with the sanitizer's report in its
 #      failure, or the leg is red.
@@ -35,7 +35,7 @@
 # the simulator's under 1.5 min). The reports stay in ENV_ROOT/PAIR.sanitize-KIND.reports/.
 #
 # Reports: every ASan, UBSan and TSan error report in any process, and every leak whose allocation
-# stack has a frame of csrc/ or test/simcann/. Leaks with no such frame (CPython's and torch's
+# stack has a frame of csrc/ or simcann/. Leaks with no such frame (CPython's and torch's
 # objects alive at exit: 1217 on 2.13, 1433 on 2.10 when counted) and leaks of ours a third party
 # owns are counted and listed, never hidden; the latter are recognised by their allocation stack,
 # each kind with its reason in test/sanitizer_reports.py: an object an ACL entry point creates for
@@ -47,13 +47,13 @@
 # ThreadSanitizer cannot see torch_npu's task queue (not instrumented): the simulated runtime
 # restates the order the queue gives the handles it carries (events, streams, aclnn executors and
 # descriptors: Note [Handles handed over through torch_npu's task queue],
-# test/simcann/src/handoff.h, thread builds only). The bytes a copy or memset moves are the
+# simcann/src/handoff.h, thread builds only). The bytes a copy or memset moves are the
 # device's, which TSan cannot see on an NPU, so the simulator moves them out of its sight too
-# (Note [The device's memory accesses], test/simcann/src/device_access.h): a program's race
+# (Note [The device's memory accesses], simcann/src/device_access.h): a program's race
 # between two streams' copies shows, as on an NPU, only in the bytes the tests check.
 # ci/lib/tsan-suppressions.txt names foreign code only (torch_npu's release queue and its error
 # message built on its queue thread, autograd's GraphTask, PyTorch's futures), each with its
-# reason; none names csrc/ or test/simcann/.
+# reason; none names csrc/ or simcann/.
 #
 # Found so far: no report in csrc/. In the simulated runtime two races, both fixed:
 # device_malloc read a device's byte count without its lock (0504969), and the device's own
@@ -115,7 +115,7 @@ main() {
     if [[ ! -f "$sim_dir/.stamp" ]]; then
         say "building the simulator with -fsanitize=$SAN into $sim_dir (log: $log)"
         rm -rf "$sim_dir.new"
-        nice -n 5 bash test/simcann/build.sh --python "$(command -v python)" --out "$sim_dir.new" \
+        nice -n 5 bash simcann/build.sh --python "$(command -v python)" --out "$sim_dir.new" \
             --sanitize "$SAN" >>"$log" 2>&1 || { tail -n 30 "$log"; fail "simulator build failed"; }
         echo "$sim_hash" >"$sim_dir.new/.stamp"
         find "$sim_base" -mindepth 1 -maxdepth 1 -name "*-$KIND" -exec rm -rf {} + # older sources

@@ -90,7 +90,7 @@ def test_selection_from_a_record(tmp_path):
             audit,
             "test/consumers/test_torchair.py::test_torchair_replays_right_with_plugin[default]",
             "test/pinpool/test_packaging.py::test_sdist",  # never in the leg
-            "test/simcann/tests/test_build.py::test_names",  # not the leg's directories
+            "simcann/tests/test_build.py::test_names",  # not the leg's directories
             "test/pinpool/test_capture_replay.py::test_replay_reads_captured_bytes[plugin]",
         ]) + "\n"
     )

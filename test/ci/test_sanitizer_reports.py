@@ -69,9 +69,9 @@ def test_suppression_summary_is_not_a_report():
 ==================
 WARNING: ThreadSanitizer: data race (pid=5326)
   Read of size 4 at 0x7b2c00030db8 by thread T3:
-    #0 refuse_event_flags test/simcann/src/stream.cpp:309 (libhccl.so+0x66256)
+    #0 refuse_event_flags simcann/src/stream.cpp:309 (libhccl.so+0x66256)
 
-SUMMARY: ThreadSanitizer: data race test/simcann/src/stream.cpp:309 in refuse_event_flags
+SUMMARY: ThreadSanitizer: data race simcann/src/stream.cpp:309 in refuse_event_flags
 ==================
 """
     matched = "ThreadSanitizer: Matched 3 suppressions (pid=5326):\n3 race:libfoo.so\n"
@@ -94,8 +94,8 @@ Direct leak of 16 byte(s) in 1 object(s) allocated from:
 _EVENT = f"""\
 {{how}} leak of 168 byte(s) in 1 object(s) allocated from:
     #0 0x7fac384b94c8 in operator new(unsigned long) ../../../../src/libsanitizer/asan/asan_new_delete.cpp:95
-    #1 0x7fab0ccf6f50 in create_event /repo/test/simcann/src/stream.cpp:480
-    #2 0x7fab0ccfd9d2 in aclrtCreateEventExWithFlag /repo/test/simcann/src/stream.cpp:501
+    #1 0x7fab0ccf6f50 in create_event /repo/simcann/src/stream.cpp:480
+    #2 0x7fab0ccfd9d2 in aclrtCreateEventExWithFlag /repo/simcann/src/stream.cpp:501
     #3 0x7fab0ece6e47 in {{caller}} ({ENV}/torch_npu/lib/libtorch_npu.so+0x1ae6e47)
     #4 0x7fab0ece837b in c10_npu::NPUEvent::record(c10_npu::NPUStream const&) ({ENV}/torch_npu/lib/libtorch_npu.so+0x1ae837b)
 """  # noqa: E501

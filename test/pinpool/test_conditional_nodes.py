@@ -6,7 +6,7 @@ Where it cannot run, the test skips with the runtime's exact answer: torch_npu 2
 conditional nodes; a CANN runtime without the conditional-node API (stubs of
 aclmdlRICondHandleCreate / aclmdlRICondHandleGetCondPtr / aclmdlRICaptureToModelRIBegin that
 return no handle) makes torch_npu 2.13 raise "aclmdlRICondHandleGetCondPtr returned a null
-condition pointer.". The simulated runtime models conditional nodes (test/simcann/src/cond.cpp),
+condition pointer.". The simulated runtime models conditional nodes (simcann/src/cond.cpp),
 so on torch_npu 2.13 the test runs. Any other error fails the test.
 """
 

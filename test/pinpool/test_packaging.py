@@ -308,6 +308,8 @@ def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):
     ]:
         assert needed in names, sorted(names)
     assert not any(n.endswith((".so", ".o", ".pyc")) for n in names), sorted(names)
+    # Not the simulated CANN runtime, a component of its own (simcann/README.md), nor the tests.
+    assert not any(n.startswith(("simcann/", "test/")) for n in names), sorted(names)
 
 
 def _anchor(heading: str) -> str:

@@ -75,7 +75,7 @@ def test_expandable_segments_refused_at_capture(scenario, plugin, cann):
     refused with a message naming the setting, never silently corrupted. torch_npu >= 2.14
     refuses it itself exactly when its expandable host allocator is in use - only with a
     driver that supports it (on the simulator: ``SIMCANN_CANN_VERSION``, the ``cann-8.5``
-    case, where the segments are real mapped virtual memory, test/simcann/src/vmm.cpp; older
+    case, where the segments are real mapped virtual memory, simcann/src/vmm.cpp; older
     drivers make it fall back): there the plugin captures whenever torch_npu does, and the
     replay reads the right bytes. Older torch_npu refuses nothing; the plugin refuses on the
     variable's text there (it cannot read torch_npu's decision)."""

@@ -14,7 +14,7 @@ Without the dispatch mode a plain ``torch.cond`` reads its predicate on the host
 (``.item()``: a stream synchronize, refused while capturing). Where the runtime has no
 conditional-node API (aclmdlRICondHandleCreate / aclmdlRICondHandleGetCondPtr /
 aclmdlRICaptureToModelRIBegin), the capture raises; the scenario then reports ``{"error": ...}``.
-The simulated runtime models them (test/simcann/src/cond.cpp).
+The simulated runtime models them (simcann/src/cond.cpp).
 
 Reports the replays' outputs for predicates True, False, True, and the pinned bytes held at the
 baseline and after the graph is dropped and host_empty_cache() is called once.

@@ -100,7 +100,7 @@ def set_delay_us(us: int) -> None:
 
 
 def fail_next(what: str, n: int = 1) -> None:
-    """Make the next ``n`` calls of ``what`` fail (see test/simcann/README.md)."""
+    """Make the next ``n`` calls of ``what`` fail (see simcann/README.md)."""
     assert lib().simcann_set_fault(what.encode(), n) == 0
 
 

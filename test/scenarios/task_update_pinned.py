@@ -3,7 +3,7 @@ NPUGraph.update) around pinned host memory: what the host allocator is asked, an
 reads after the user frees the pinned source of an update and pins junk.
 
 The CANN runtime only lets kernels into a task group or an update (hicann/runtime
-src/runtime/core/src/stream/stream.cc PackingTaskGroup / AllocTask; test/simcann/src/capture.cpp
+src/runtime/core/src/stream/stream.cc PackingTaskGroup / AllocTask; simcann/src/capture.cpp
 Note [Task groups]): a copy from pinned memory cannot be a task of an updated group. What an
 update can do is point the group's kernel at a new device buffer, which an eager non_blocking copy
 from pinned memory fills on the update stream. Parts, in order (each reports its own dict):

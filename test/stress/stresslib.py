@@ -42,7 +42,7 @@ def report(value: Any) -> None:
 
 
 class Sim:
-    """ctypes view of the simulated runtime's control API (test/simcann/README.md)."""
+    """ctypes view of the simulated runtime's control API (simcann/README.md)."""
 
     def __init__(self):
         lib_dir = os.environ.get("SIMCANN_LIB_DIR")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the simulated CANN runtime for the torch_npu installed in PY:
-#   bash test/simcann/build.sh --python PY --out DIR   ->   DIR/lib/libascendcl.so + other names
+#   bash simcann/build.sh --python PY --out DIR   ->   DIR/lib/libascendcl.so + other names
 #
 # One shared library (libascendcl.so) holds the single implementation and the single state; every
 # other library name torch_npu links or dlopens is a symlink to it (the dynamic loader maps one

@@ -9,7 +9,8 @@ torch_npu_pinpool's staged copies of non-contiguous pinned views rely on exactly
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL
+
+from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
 

@@ -2,7 +2,7 @@
 // div, logical not.
 //
 // Which ones torch_npu calls (op-plugin op_plugin/ops/opapi/*KernelNpuOpApi.cpp, confirmed with
-// SIMCANN_TRACE=1 on torch_npu 2.10 and 2.13, see test/simcann/tests/test_ops.py):
+// SIMCANN_TRACE=1 on torch_npu 2.10 and 2.13, see simcann/tests/test_ops.py):
 //   torch.arange(device=npu)      -> aclnnArange(start, end, step, out)
 //   torch.zeros / zero_           -> aclnnInplaceZero(selfRef)
 //   torch.ones / fill_(1)         -> aclnnInplaceOne(selfRef) / aclnnInplaceFillScalar

@@ -5,7 +5,8 @@ and call and recaptures when they change, so they must be stable and true."""
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

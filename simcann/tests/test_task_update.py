@@ -2,14 +2,15 @@
 aclmdlRICaptureTaskUpdateBegin/End) and the stream value write/wait torch_npu orders them with.
 
 Each rule cites hicann/runtime (Note [Task groups] and Note [Task update] in
-test/simcann/src/capture.cpp). Kernels are driven through the simulated aclnnInplaceCopy /
+simcann/src/capture.cpp). Kernels are driven through the simulated aclnnInplaceCopy /
 aclnnInplaceZero (ctypes); the last test goes through torch_npu (NPUGraph.update).
 """
 
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

@@ -13,7 +13,8 @@ import os
 import subprocess
 
 import pytest
-from simcann_snippets import TORCH
+
+from .simcann_snippets import TORCH
 
 pytestmark = pytest.mark.simulator
 

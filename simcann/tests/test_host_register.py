@@ -1,13 +1,14 @@
 """aclrtHostRegister / aclrtHostRegisterV2 / aclrtHostUnregister with CANN's rules (page
 alignment, double registration, unregistering what a queued copy still reads), and the CANN
 version the simulator reports (SIMCANN_CANN_VERSION), which decides torch_npu's
-pinned_mem_register. Rules and sources: aclrtHostRegister in test/simcann/src/memory.cpp,
-aclsysGetCANNVersion in test/simcann/src/device.cpp."""
+pinned_mem_register. Rules and sources: aclrtHostRegister in simcann/src/memory.cpp,
+aclsysGetCANNVersion in simcann/src/device.cpp."""
 
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

@@ -1,4 +1,4 @@
-"""Compute ops of the simulated CANN runtime (test/simcann/src/ops/), driven through torch_npu.
+"""Compute ops of the simulated CANN runtime (simcann/src/ops/), driven through torch_npu.
 
 Each scenario runs in a fresh interpreter (``run_isolated``) and compares the bytes that arrive on
 the host with a CPU reference. The ops hold on a real NPU too; the checks that name simulator

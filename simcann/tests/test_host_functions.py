@@ -8,7 +8,8 @@ report rely on both (csrc/audit/completion_probe.cpp, Note [Completion probes]).
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL
+
+from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
 

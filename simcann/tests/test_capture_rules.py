@@ -1,12 +1,13 @@
 """Capture rules and their CANN error codes, driven through the ACL C API (ctypes).
 
-Each rule cites hicann/runtime (see test/simcann/src/capture.cpp); the codes are the facts note's.
+Each rule cites hicann/runtime (see simcann/src/capture.cpp); the codes are the facts note's.
 """
 
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL
+
+from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
 

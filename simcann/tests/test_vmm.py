@@ -10,7 +10,8 @@ their range checks, and torch_npu's expandable pinned segments
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, VMM
+
+from .simcann_snippets import ACL, VMM
 
 pytestmark = pytest.mark.simulator
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

@@ -7,7 +7,8 @@ import os
 import subprocess
 
 import pytest
-from simcann_snippets import ACL
+
+from .simcann_snippets import ACL
 
 pytestmark = pytest.mark.simulator
 

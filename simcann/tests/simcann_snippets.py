@@ -5,7 +5,7 @@ rules torch_npu does not expose). ``TORCH`` imports torch + torch_npu over the s
 opens the library (same handle, same state) for the control API.
 ``VMM`` (after ``ACL``) adds the virtual-memory calls and helpers.
 
-The test files using them carry the ``simulator`` marker: test/conftest.py skips them when
+The test files using them carry the ``simulator`` marker: conftest.py here skips them when
 SIMCANN_LIB_DIR is not set (no simulator built: ``source ci/sim-env.sh PAIR``).
 """
 

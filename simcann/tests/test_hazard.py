@@ -10,7 +10,8 @@ private pool and the replay reads what was captured. Only H2D copies are needed.
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import TORCH
+
+from .simcann_snippets import TORCH
 
 pytestmark = pytest.mark.simulator
 

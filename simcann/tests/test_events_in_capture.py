@@ -1,6 +1,6 @@
 """Event waits and records on capturing streams, by how the event was made and last recorded.
 
-Rules: Note [Events in capture] in test/simcann/src/stream.cpp (hicann/runtime
+Rules: Note [Events in capture] in simcann/src/stream.cpp (hicann/runtime
 ApiErrorDecorator::StreamWaitEvent / EventRecord in src/runtime/api/impl/api_error.cc,
 ApiImpl::StreamWaitEvent / EventRecord in src/runtime/api/impl/api_impl.cc, Event::WaitSendCheck in
 src/runtime/core/src/event/event.cc, Event::IsCapturing in src/runtime/feature/aclgraph/
@@ -10,7 +10,8 @@ event_capture.cc). Driven through the ACL C API (ctypes); one torch_npu case at 
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

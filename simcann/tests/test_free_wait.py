@@ -17,7 +17,8 @@ the stream reaches it, one behind it when the copy is done.
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, VMM
+
+from .simcann_snippets import ACL, VMM
 
 pytestmark = pytest.mark.simulator
 

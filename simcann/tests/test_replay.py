@@ -4,7 +4,8 @@ reported."""
 from __future__ import annotations
 
 import pytest
-from simcann_snippets import ACL, TORCH
+
+from .simcann_snippets import ACL, TORCH
 
 pytestmark = pytest.mark.simulator
 

@@ -125,9 +125,10 @@ def run_isolated() -> Callable[..., Isolated]:
 
 
 SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
-# test/scenarios/simctl.py, loaded once by path: its ``available()`` (the tests ask it through
+# test/scenarios/_lib/simctl.py, loaded once by path: its ``available()`` (the tests ask it through
 # ``simulator_api()`` in test/pinpool/_snippets.py) and the simulator leg's record.
-_spec = importlib.util.spec_from_file_location("simctl", os.path.join(SCENARIOS, "simctl.py"))
+_SIMCTL = os.path.join(SCENARIOS, "_lib", "simctl.py")
+_spec = importlib.util.spec_from_file_location("simctl", _SIMCTL)
 simctl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(simctl)
 

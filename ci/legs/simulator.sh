@@ -7,7 +7,7 @@
 #   = PINPOOL_SIM_API_RECORD=ENVS/PAIR.sim-api.txt python -m pytest test/ simcann/tests -n 2 --junitxml ENVS/PAIR.junit.xml [pytest args]
 #
 # PINPOOL_XDIST: pytest-xdist workers (default 2; 0 = off). The record: every test during which a
-# process asked simctl.available() (test/scenarios/simctl.py), and every `npu` test: the
+# process asked simctl.available() (test/scenarios/_lib/simctl.py), and every `npu` test: the
 # as-a-real-NPU leg's selection (ci/legs/as_npu.sh, ci/lib/as_npu_selection.py).
 # pytest exit 5 (no test collected) is a failure.
 set -uo pipefail

@@ -11,7 +11,7 @@ SIMCANN_CANN_VERSION, SIMCANN_STRICT, ...: simcann/src/common.cpp) nor the plugi
 either variable; the tests read them in three places only:
   - test/conftest.py: `simulator` tests are skipped (the leg deselects them: -m "not simulator"),
     `npu` tests run (skipped on the simulator);
-  - simctl.available() (test/scenarios/simctl.py), which every scenario process asks, and
+  - simctl.available() (test/scenarios/_lib/simctl.py), which every scenario process asks, and
     simulator_api() (test/pinpool/_snippets.py), which the tests ask: the simulator's extra
     checks, task delays and the like are left out;
   - test/stress/ (every test there is `simulator`).

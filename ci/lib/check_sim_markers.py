@@ -4,15 +4,15 @@ marker (ci/test.sh's lint step runs it; `python ci/lib/check_sim_markers.py [fil
 Simulator state is what a real NPU does not have: the control API (`simctl`, `stresslib`, any
 `SIMCANN_*` variable, `simcann_*` symbols) and the scenarios that use it. A scenario file
 (test/scenarios/<name>.py) needs the simulator when it calls `simctl.<anything>` without ever
-asking `simctl.available()` (or imports a scenario helper module that does); a runtime-neutral
-scenario guards its simulator-only extras with `if simctl.available():`.
+asking `simctl.available()` (or imports a helper module of test/scenarios/_lib that does); a
+runtime-neutral scenario guards its simulator-only extras with `if simctl.available():`.
 
 A test needs the marker when its body (or module-level code of its file) names simulator state
 or runs such a scenario by a literal name (`scenario("name")` / `run_scenario("name")`). It
 has the marker through `pytestmark`, a decorator, or a `pytest.param(..., marks=...)` of its
 parametrization (the delay variant of a test).
 
-And no file of test/pinpool, test/consumers or test/scenarios but simctl.py names the variables
+And no file of test/pinpool, test/consumers or test/scenarios but _lib/simctl.py names the variables
 that make the "as a real NPU" leg (SIMCANN_LIB_DIR, PINPOOL_TEST_AS_NPU): they ask
 `simctl.available()` (a scenario) or `simulator_api()` (a test), which the simulator leg records,
 so that the as-NPU leg runs every test whose path can differ there (ci/lib/as_npu_selection.py).
@@ -33,7 +33,7 @@ SIM_STRINGS = ("SIMCANN_", "simcann_")
 SCENARIO_CALLS = {"scenario", "run_scenario"}
 LEG_VARIABLES = ("SIMCANN_LIB_DIR", "PINPOOL_TEST_AS_NPU")
 LEG_DIRS = ("test/pinpool", "test/consumers", "test/scenarios")
-LEG_READERS = {"test/scenarios/simctl.py"}
+LEG_READERS = {"test/scenarios/_lib/simctl.py"}
 
 
 def _mentions_simulator_marker(node: ast.AST) -> bool:
@@ -60,8 +60,8 @@ def scenario_needs_sim(path: Path, seen: set[Path] | None = None) -> bool:
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             uses |= any(s in n.value for s in SIM_STRINGS) and "simctl" not in path.name
         if isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
-            if n.module not in ("scenario", "simctl"):
-                uses |= scenario_needs_sim(SCENARIOS / f"{n.module}.py", seen)
+            if n.module not in ("_lib", "_lib.scenario", "_lib.simctl"):
+                uses |= scenario_needs_sim(SCENARIOS / f"{n.module.replace('.', '/')}.py", seen)
     return uses and not guarded
 
 

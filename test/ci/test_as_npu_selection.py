@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO / "ci" / "lib"))
 import as_npu_selection as sel  # noqa: E402
 import check_sim_markers  # noqa: E402
 
-ASK = "import simctl; simctl.available(); simctl.available()"
+ASK = "from _lib import simctl; simctl.available(); simctl.available()"
 RECORD = "PINPOOL_SIM_API_RECORD"
 
 

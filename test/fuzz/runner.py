@@ -11,7 +11,7 @@ not). Several programs run in sequence to amortise the interpreter's and torch_n
 between them every graph is reset, every tensor dropped, the stream synchronized and
 ``host_empty_cache()`` called. A program with late activation or ``alloc_conf`` must be alone:
 this runner controls the import order itself (PYTORCH_NPU_ALLOC_CONF is set before torch_npu is
-imported, and the plugin - through test/scenarios/scenario.py - is imported at the ``activate``
+imported, and the plugin - through test/scenarios/_lib/scenario.py - is imported at the ``activate``
 step, or at once for ``activation: "import"``).
 
 Per program the report holds, per step: ``pins`` and ``bytes`` (runtime pins and pinned bytes
@@ -38,7 +38,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scenarios"))
 
-import simctl  # noqa: E402  (no torch import: the order below is this file's)
+from _lib import simctl  # noqa: E402  (no torch import: the order below is this file's)
 
 
 def _load() -> list[dict[str, Any]]:
@@ -61,14 +61,15 @@ import torch  # noqa: E402
 import torch_npu  # noqa: E402
 
 torch.npu.set_device(0)
-scenario: Any = None  # test/scenarios/scenario.py, imported = the plugin activated
+scenario: Any = None  # test/scenarios/_lib/scenario.py, imported = the plugin activated
 PROBE = 64  # bytes read back from each end of a copy's destination
 
 
 def activate() -> None:
     global scenario
     if scenario is None:
-        import scenario as imported  # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
+        # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
+        from _lib import scenario as imported
 
         scenario = imported
 

@@ -71,7 +71,7 @@ def under_thread_sanitizer() -> bool:
 def simulator_api() -> bool:
     """Whether the simulated runtime's control API is visible to this session (not on a real NPU,
     nor in the "as a real NPU" leg). Only for an extra, simulator-only assertion. Asks
-    ``simctl.available()``, which the simulator leg records (test/scenarios/simctl.py)."""
+    ``simctl.available()``, which the simulator leg records (test/scenarios/_lib/simctl.py)."""
     from conftest import simctl  # test/conftest.py
 
     return simctl.available()

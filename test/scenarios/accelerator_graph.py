@@ -19,7 +19,7 @@ import gc
 import os
 
 import torch
-from scenario import (
+from _lib.scenario import (
     PLUGIN,
     N,
     accelerator_graph_available,

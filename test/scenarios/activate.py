@@ -3,7 +3,7 @@
 Plugin on and off alike (``TORCH_NPU_PINPOOL=0``: inactive, activate() says it is switched off).
 """
 
-from scenario import report, torch_npu_pinpool
+from _lib.scenario import report, torch_npu_pinpool
 
 out = {}
 out["active"] = torch_npu_pinpool.is_active()

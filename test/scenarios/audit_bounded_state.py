@@ -12,7 +12,7 @@ and how many copies the audit compared.
 import time
 
 import torch
-from scenario import env_int, report, report_checks
+from _lib.scenario import env_int, report, report_checks
 
 import torch_npu_pinpool
 

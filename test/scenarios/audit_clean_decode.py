@@ -9,9 +9,9 @@ runtime). Env: ROUNDS (3), ROUND_STEPS (4).
 Reports the outputs that were wrong, the report's entries and how many reads it checked.
 """
 
-import simctl
 import torch
-from scenario import env_int, hazards, report, report_checks, side_stream
+from _lib import simctl
+from _lib.scenario import env_int, hazards, report, report_checks, side_stream
 
 ROUNDS = env_int("ROUNDS", 3)
 ROUND_STEPS = env_int("ROUND_STEPS", 4)

@@ -8,7 +8,7 @@ report's entries (plugin on, TORCH_NPU_PINPOOL_REPORT set). Env: CAPTURES (3).
 """
 
 import torch
-from scenario import N, env_int, hazards, held_bytes, report, side_stream, site
+from _lib.scenario import N, env_int, hazards, held_bytes, report, side_stream, site
 
 import torch_npu_pinpool
 

@@ -6,7 +6,7 @@ TORCH_NPU_PINPOOL_REPORT set).
 """
 
 import torch
-from scenario import N, hazards, report, side_stream, site
+from _lib.scenario import N, hazards, report, side_stream, site
 
 side_stream()
 dev = torch.zeros(N, device="npu")

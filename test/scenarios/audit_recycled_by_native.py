@@ -14,7 +14,7 @@ the pin_memory() call, and the audit report's entries (plugin on, TORCH_NPU_PINP
 import os
 
 import torch
-from scenario import N, hazards, report, side_stream, site, values
+from _lib.scenario import N, hazards, report, side_stream, site, values
 
 import torch_npu_pinpool
 

@@ -15,7 +15,7 @@ the report's entries (plugin on, TORCH_NPU_PINPOOL_REPORT set).
 import os
 
 import torch
-from scenario import N, hazards, report, side_stream, site, values
+from _lib.scenario import N, hazards, report, side_stream, site, values
 
 SHAPE = os.environ.get("AUDIT_SHAPE", "staged")
 side_stream()

@@ -19,9 +19,17 @@ allocation, the copy and the replay, the report's entries and how many reads it 
 
 import os
 
-import simctl
 import torch
-from scenario import checks_in_flight, env_int, hazards, report, report_checks, side_stream, site
+from _lib import simctl
+from _lib.scenario import (
+    checks_in_flight,
+    env_int,
+    hazards,
+    report,
+    report_checks,
+    side_stream,
+    site,
+)
 
 SHAPE = os.environ.get("AUDIT_SHAPE", "refill")
 FIXED = os.environ.get("AUDIT_FIXED", "0") == "1"

@@ -4,7 +4,7 @@ plugin in each (issue #35)? This parent imports neither torch nor the plugin bef
 ran, so nothing it imported can leak into them.
 
 Env: TORCH_DEVICE_BACKEND_AUTOLOAD as the user sets it (the tests pass 1 and 0). Reports per
-start method what test/scenarios/autoload_worker.py's ``work()`` returned.
+start method what test/scenarios/_lib/autoload_worker.py's ``work()`` returned.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def by_subprocess() -> dict:
-    worker = os.path.join(HERE, "autoload_worker.py")
+    worker = os.path.join(HERE, "_lib", "autoload_worker.py")
     proc = subprocess.run(
         [sys.executable, worker], capture_output=True, text=True, timeout=240, check=False
     )
@@ -31,7 +31,7 @@ def by_subprocess() -> dict:
 
 def by_spawn() -> dict:
     sys.path.insert(0, HERE)
-    from autoload_worker import work
+    from _lib.autoload_worker import work
 
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
@@ -48,6 +48,6 @@ def by_spawn() -> dict:
 if __name__ == "__main__":
     out = {"subprocess": by_subprocess(), "spawn": by_spawn()}
     sys.path.insert(0, HERE)
-    from scenario import report  # imports torch, torch_npu and the plugin: after the workers
+    from _lib.scenario import report  # imports torch, torch_npu and the plugin: after the workers
 
     report(out)

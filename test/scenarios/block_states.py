@@ -20,7 +20,7 @@ Walks:
 from __future__ import annotations
 
 import torch
-from scenario import PLUGIN, held_bytes, in_use_bytes, pinned, report, side_stream, values
+from _lib.scenario import PLUGIN, held_bytes, in_use_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -12,9 +12,9 @@ queued while host_empty_cache() runs).
 
 import os
 
-import simctl
 import torch
-from scenario import end_graphs, env_int, held_bytes, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import end_graphs, env_int, held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

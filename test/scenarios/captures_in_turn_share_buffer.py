@@ -12,7 +12,7 @@ Inputs: PINPOOL_END (reset | gc): how the graphs end.
 import os
 
 import torch
-from scenario import end_graphs, held_bytes, pinned, report, values
+from _lib.scenario import end_graphs, held_bytes, pinned, report, values
 
 import torch_npu_pinpool
 

@@ -23,7 +23,7 @@ baseline and after the graph is dropped and host_empty_cache() is called once.
 import gc
 
 import torch
-from scenario import N, held_bytes, pinned, report, side_stream, values
+from _lib.scenario import N, held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

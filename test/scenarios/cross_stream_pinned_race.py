@@ -6,9 +6,9 @@ buffer once the device is synchronized, and a copy ordered after that moves exac
 simulator each stream task takes ``DELAY_US`` (default 500) so the two copies are in flight
 together."""
 
-import simctl
 import torch
-from scenario import N, env_int, pinned, report, values
+from _lib import simctl
+from _lib.scenario import N, env_int, pinned, report, values
 
 if simctl.available():
     simctl.set_delay_us(env_int("DELAY_US", 500))

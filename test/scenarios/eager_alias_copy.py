@@ -10,9 +10,9 @@ copy queued while the host runs on; applied only where the simulator runs).
 Reports ``values``: the distinct bytes the device buffer received (right: [1]).
 """
 
-import simctl
 import torch
-from scenario import env_int, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import env_int, report, side_stream, values
 
 n = env_int("ALIAS_BYTES", 48 << 20)
 how = __import__("os").environ.get("ALIAS", "numpy")

@@ -3,9 +3,9 @@ buffers: every copy sees its own bytes. On the simulator each stream task takes 
 (default 3000) so the copies are still queued while the host runs on; a real NPU's copies are
 asynchronous by themselves."""
 
-import simctl
 import torch
-from scenario import N, env_int, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import N, env_int, pinned, report, side_stream, values
 
 side_stream()
 if simctl.available():

@@ -10,9 +10,9 @@ Inputs: PINPOOL_DELAY_US (simulator task delay: keeps the copy queued behind ear
 
 import time
 
-import simctl
 import torch
-from scenario import Churn, env_int, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import Churn, env_int, pinned, report, side_stream, values
 
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's
     simctl.set_delay_us(env_int("PINPOOL_DELAY_US", 0))

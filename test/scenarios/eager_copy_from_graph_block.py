@@ -10,9 +10,9 @@ PINPOOL_DELAY_US (simulator task delay: keeps the copy queued behind earlier wor
 
 import os
 
-import simctl
 import torch
-from scenario import Churn, end_graphs, env_int, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import Churn, end_graphs, env_int, pinned, report, side_stream, values
 
 END = os.environ.get("PINPOOL_END", "reset")
 if env_int("PINPOOL_DELAY_US", 0) and simctl.available():  # the delay is the simulator's

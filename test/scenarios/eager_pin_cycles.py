@@ -7,9 +7,9 @@ Reports per band: ``requests``, ``pins`` (runtime pins: only where the simulator
 ``num_host_alloc`` (host_memory_stats()), ``right`` (every copy delivered its bytes).
 """
 
-import simctl
 import torch
-from scenario import env_int, report, side_stream
+from _lib import simctl
+from _lib.scenario import env_int, report, side_stream
 
 import torch_npu_pinpool
 

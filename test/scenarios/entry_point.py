@@ -11,6 +11,6 @@ import torch  # noqa: E402,F401  autoloads torch_npu and torch_npu_pinpool throu
 loaded = "torch_npu_pinpool" in sys.modules
 out = {"loaded": loaded, "active": loaded and sys.modules["torch_npu_pinpool"].is_active()}
 
-from scenario import report  # noqa: E402
+from _lib.scenario import report  # noqa: E402
 
 report(out)

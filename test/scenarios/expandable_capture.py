@@ -2,7 +2,15 @@
 eager pinned copy, then a capture + replay; reports the values or the capture's error."""
 
 import torch
-from scenario import N, capture_pinned_copy, pinned, replay_over_others, report, side_stream, values
+from _lib.scenario import (
+    N,
+    capture_pinned_copy,
+    pinned,
+    replay_over_others,
+    report,
+    side_stream,
+    values,
+)
 
 side_stream()
 out = {}

@@ -1,6 +1,6 @@
 """The public names of the built extension torch_npu_pinpool._C (for the stub check)."""
 
-from scenario import report
+from _lib.scenario import report
 
 import torch_npu_pinpool._C as ext
 

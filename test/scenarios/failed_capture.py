@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 
 import torch
-from scenario import (
+from _lib.scenario import (
     PLUGIN,
     N,
     accelerator_graph_available,

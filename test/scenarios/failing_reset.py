@@ -10,8 +10,8 @@ Reports ``reset_error`` (the exception's text), ``values`` after the replay (rig
 """
 
 import torch_npu
-from capture_checks import graph_of_freed_input
-from scenario import N, pinned, pool_bytes, report, side_stream, torch, values
+from _lib.capture_checks import graph_of_freed_input
+from _lib.scenario import N, pinned, pool_bytes, report, side_stream, torch, values
 
 import torch_npu_pinpool
 

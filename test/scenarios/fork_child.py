@@ -14,8 +14,8 @@ import os
 import threading
 import time
 
-import simctl
-from scenario import N, env_int, pinned, report, side_stream, torch, values
+from _lib import simctl
+from _lib.scenario import N, env_int, pinned, report, side_stream, torch, values
 
 import torch_npu_pinpool
 

@@ -19,9 +19,9 @@ import gc
 import os
 import threading
 
-import simctl
 import torch
-from scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import Churn, N, env_int, held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -14,7 +14,7 @@ Env: STEPS (default 3).
 import gc
 
 import torch
-from scenario import env_int, held_bytes, npu_version, report, side_stream
+from _lib.scenario import env_int, held_bytes, npu_version, report, side_stream
 
 import torch_npu_pinpool
 

@@ -22,7 +22,7 @@ except Exception as e:  # what a user sees: the cause, raised
     first_import = type(e).__name__
 graphs.NPUGraph = real
 
-from scenario import N, pinned, report, side_stream, values  # noqa: E402  (the plugin again)
+from _lib.scenario import N, pinned, report, side_stream, values  # noqa: E402  (the plugin again)
 
 import torch_npu_pinpool  # noqa: E402,F811
 

@@ -12,7 +12,7 @@ import os
 
 import torch
 import torch_npu
-from scenario import Churn, native_pools, pinned, report, side_stream, values
+from _lib.scenario import Churn, native_pools, pinned, report, side_stream, values
 
 if not native_pools():
     report({"skip": "torch_npu <= 2.10 calls no host-allocator pool hook"})

@@ -9,7 +9,7 @@ registry reports before / after its empty_cache), ``same_values`` (every non-tim
 same both ways, before the empty_cache), ``after_reset`` (the registry's stats after its two
 resets: peak and accumulated of the held bytes)."""
 
-from scenario import N, pinned, report, side_stream, torch, torch_npu
+from _lib.scenario import N, pinned, report, side_stream, torch, torch_npu
 
 import torch_npu_pinpool
 from torch_npu_pinpool import _host_cache

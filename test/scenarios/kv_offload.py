@@ -12,10 +12,10 @@ Env: REPLAYS (3).
 import ctypes
 import gc
 
-import simctl
 import torch
 import torch_npu
-from scenario import env_int, held_bytes, report, side_stream
+from _lib import simctl
+from _lib.scenario import env_int, held_bytes, report, side_stream
 
 import torch_npu_pinpool
 

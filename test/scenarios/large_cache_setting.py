@@ -6,7 +6,7 @@ Reports: active, whether a 4 KiB pin worked, and the error of a 48 MiB pin ("" i
 """
 
 import torch
-from scenario import report
+from _lib.scenario import report
 
 import torch_npu_pinpool
 

@@ -10,9 +10,9 @@ the next allocation took on the caller's thread.
 
 import time
 
-import simctl
 import torch
-from scenario import env_int, report
+from _lib import simctl
+from _lib.scenario import env_int, report
 
 import torch_npu_pinpool
 

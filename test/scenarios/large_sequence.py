@@ -12,9 +12,9 @@ simulated runtime, the runtime's own counts (pinned bytes live, aclrtMallocHost 
 
 import os
 
-import simctl
 import torch
-from scenario import report
+from _lib import simctl
+from _lib.scenario import report
 
 import torch_npu_pinpool
 

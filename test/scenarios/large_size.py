@@ -8,9 +8,9 @@ the simulator's live pinned bytes growth when available.
 
 import gc
 
-import simctl
 import torch
-from scenario import env_int, held_bytes, in_use_bytes, pool_bytes, report, side_stream
+from _lib import simctl
+from _lib.scenario import env_int, held_bytes, in_use_bytes, pool_bytes, report, side_stream
 
 import torch_npu_pinpool
 

@@ -7,7 +7,7 @@ caller writes past the block) and what the big buffer reads back after being fil
 """
 
 import torch
-from scenario import env_int, report, side_stream
+from _lib.scenario import env_int, report, side_stream
 
 small_n = env_int("LARGE_SMALL", 40 << 20)
 big_n = env_int("LARGE_BIG", 48 << 20)

@@ -5,14 +5,14 @@ On the simulator every stream task takes ``DELAY_US`` (default 2000) so the copi
 queued when their sources are freed; a real NPU's copies are asynchronous by themselves.
 """
 
-import simctl
 import torch
 import torch_npu  # noqa: F401
+from _lib import simctl
 
 torch.npu.set_device(0)
 N = 1024
 early = [torch.full((N,), float(i)).pin_memory() for i in range(8)]  # native's tensors
-from scenario import env_int, report, torch_npu_pinpool, values  # noqa: E402  activate late
+from _lib.scenario import env_int, report, torch_npu_pinpool, values  # noqa: E402  activate late
 
 if simctl.available():
     simctl.set_delay_us(env_int("DELAY_US", 2000))

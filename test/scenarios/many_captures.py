@@ -5,9 +5,9 @@ for every allocator)."""
 
 import gc
 
-import simctl
 import torch
-from scenario import held_bytes, pinned, pools, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import held_bytes, pinned, pools, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 import torch
-from scenario import N, held_bytes, replay_over_others, report, settled_held, side_stream
+from _lib.scenario import N, held_bytes, replay_over_others, report, settled_held, side_stream
 
 import torch_npu_pinpool
 

@@ -36,9 +36,9 @@ Env: NPUGRAPH_EX_POOL (``fx``: npugraph_ex's pool per FX graph, default; ``custo
 import gc
 import os
 
-import simctl
 import torch
-from scenario import (
+from _lib import simctl
+from _lib.scenario import (
     PLUGIN,
     held_bytes,
     npu_version,

@@ -10,9 +10,9 @@ host_empty_cache(). Env: CALLS (4).
 
 import gc
 
-import simctl
 import torch
-from scenario import N, env_int, held_bytes, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import N, env_int, held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

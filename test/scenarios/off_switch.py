@@ -1,6 +1,6 @@
 """Whether the plugin registered its allocator and patched NPUGraph (the off switch's check)."""
 
-from scenario import report, torch_npu_pinpool
+from _lib.scenario import report, torch_npu_pinpool
 from torch_npu.npu.graphs import NPUGraph
 
 report(

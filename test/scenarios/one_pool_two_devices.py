@@ -28,10 +28,10 @@ emptied (``held_after``) beside those held before (``baseline``). Needs two devi
 import os
 import threading
 
-import simctl
 import torch
 import torch_npu
-from scenario import PLUGIN, Churn, env_int, held_bytes, pinned, pools, report, values
+from _lib import simctl
+from _lib.scenario import PLUGIN, Churn, env_int, held_bytes, pinned, pools, report, values
 
 import torch_npu_pinpool
 

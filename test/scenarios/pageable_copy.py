@@ -9,7 +9,7 @@ pinned capture + replay still work after it (or ``after_error``, the error they 
 
 import os
 
-from scenario import N, pinned, report, reset_after_failed_capture, side_stream, torch, values
+from _lib.scenario import N, pinned, report, reset_after_failed_capture, side_stream, torch, values
 
 how = os.environ.get("COPY_HOW", "copy_h2d")
 non_blocking = os.environ.get("COPY_BLOCKING", "0") != "1"

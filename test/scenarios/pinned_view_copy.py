@@ -27,7 +27,7 @@ SENTINEL = -5.0
 early_base = None
 if os.environ.get("VIEW_BASE") == "before_activation":
     early_base = torch.full((4, 256), SENTINEL).pin_memory()
-from scenario import held_bytes, report, reset_after_failed_capture, side_stream  # noqa: E402
+from _lib.scenario import held_bytes, report, reset_after_failed_capture, side_stream  # noqa: E402
 
 import torch_npu_pinpool  # noqa: E402
 

@@ -5,7 +5,7 @@ allocator does, and frameworks capture dozens of batch sizes into one pool.
 """
 
 import torch
-from scenario import held_bytes, pinned, report, side_stream, values
+from _lib.scenario import held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -2,7 +2,15 @@
 Reports the values each replay wrote, or the error of the second capture."""
 
 import torch
-from scenario import N, capture_pinned_copy, pinned, replay_over_others, report, side_stream, values
+from _lib.scenario import (
+    N,
+    capture_pinned_copy,
+    pinned,
+    replay_over_others,
+    report,
+    side_stream,
+    values,
+)
 
 side_stream()
 out = {}

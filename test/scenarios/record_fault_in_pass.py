@@ -8,9 +8,9 @@ whether a clean capture works afterwards; the plugin's warning about the failed 
 stderr.
 """
 
-import simctl
-from capture_checks import clean_capture_works, graph_of_freed_input
-from scenario import N, pool_bytes, report, side_stream, torch
+from _lib import simctl
+from _lib.capture_checks import clean_capture_works, graph_of_freed_input
+from _lib.scenario import N, pool_bytes, report, side_stream, torch
 
 import torch_npu_pinpool
 

@@ -9,9 +9,9 @@ PINPOOL_DELAY_US (simulator task delay: keeps the replay queued).
 
 import os
 
-import simctl
 import torch
-from scenario import Churn, end_graphs, env_int, pinned, report, values
+from _lib import simctl
+from _lib.scenario import Churn, end_graphs, env_int, pinned, report, values
 
 if torch.npu.device_count() < 2:
     report({"skip": f"needs 2 devices, found {torch.npu.device_count()}"})

@@ -4,7 +4,7 @@ later pin_memory() and host_empty_cache(); and a static pinned input rewritten b
 """
 
 import torch
-from scenario import N, pinned, report, side_stream, values
+from _lib.scenario import N, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -11,7 +11,7 @@ with warnings.catch_warnings(record=True) as caught:
 
     import torch_npu_pinpool
 
-from scenario import report  # noqa: E402
+from _lib.scenario import report  # noqa: E402
 
 out = {
     "warnings": [str(w.message) for w in caught if "TORCH_NPU_PINPOOL_AUDIT" in str(w.message)],

@@ -16,9 +16,9 @@ False and nothing else where torch has none).
 
 import os
 
-import simctl
 import torch
-from scenario import (
+from _lib import simctl
+from _lib.scenario import (
     Churn,
     N,
     accelerator_graph_available,

@@ -4,10 +4,10 @@ allocation inside a capture fail; each leaves no pool behind and a clean capture
 import gc
 from functools import partial
 
-import simctl
 import torch
-from capture_checks import clean_capture_works, error_of
-from scenario import N, npu_version, pinned, pools, report, side_stream
+from _lib import simctl
+from _lib.capture_checks import clean_capture_works, error_of
+from _lib.scenario import N, npu_version, pinned, pools, report, side_stream
 
 # torch_npu < 2.10 bug, not ours (the same with TORCH_NPU_PINPOOL=0): its device caching
 # allocator keeps a capture whose capture_begin / capture_end failed in `captures_underway`, so

@@ -10,7 +10,7 @@ sanitizer said a thing.
 
 import sys
 
-from scenario import report
+from _lib.scenario import report
 
 import torch_npu_pinpool._C as ext
 

@@ -5,7 +5,7 @@ pool lives until its last graph goes (plugin's pool_stats())."""
 import gc
 
 import torch
-from scenario import N, pinned, pools, report, side_stream, values
+from _lib.scenario import N, pinned, pools, report, side_stream, values
 
 side_stream()
 out = {}

@@ -10,9 +10,9 @@ dropped graph), PINPOOL_DELAY_US (simulator task delay; needs the simulator), PI
 
 import os
 
-import simctl
 import torch
-from scenario import (
+from _lib import simctl
+from _lib.scenario import (
     end_graphs,
     env_int,
     held_bytes,

@@ -7,7 +7,7 @@ read by a captured copy) and keeps them; a replay; the unused one freed while th
 the graph reset, the other freed, and host_empty_cache(). Snapshots after each step.
 """
 
-from scenario import N, pinned, report, side_stream, torch
+from _lib.scenario import N, pinned, report, side_stream, torch
 
 import torch_npu_pinpool
 

@@ -8,8 +8,8 @@ free with no copy; host_empty_cache(); a cached block handed out again; a new al
 reset_accumulated_host_memory_stats(); reset_peak_host_memory_stats(); host_empty_cache().
 """
 
-from scenario import N, env_int, pinned, report, side_stream, torch
-from simctl import available, set_delay_us
+from _lib.scenario import N, env_int, pinned, report, side_stream, torch
+from _lib.simctl import available, set_delay_us
 
 import torch_npu_pinpool
 

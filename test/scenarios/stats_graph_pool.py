@@ -3,7 +3,7 @@ input lives (``during``) and after it is gone (``after``), against the value bef
 plugin's pool_stats() at both points."""
 
 import torch
-from scenario import held_bytes, pinned, pools, report, settled_held, side_stream
+from _lib.scenario import held_bytes, pinned, pools, report, settled_held, side_stream
 
 import torch_npu_pinpool
 

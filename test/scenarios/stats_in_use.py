@@ -2,7 +2,7 @@
 freed with a copy event pending, returns to the cache."""
 
 import torch
-from scenario import in_use_bytes, pinned, report, side_stream
+from _lib.scenario import in_use_bytes, pinned, report, side_stream
 
 import torch_npu_pinpool
 

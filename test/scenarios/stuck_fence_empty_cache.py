@@ -13,9 +13,9 @@ Reports ``first_call_s`` (the host_empty_cache() behind the stuck fence), ``held
 
 import time
 
-import simctl
 import torch
-from scenario import N, env_int, held_bytes, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import N, env_int, held_bytes, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

@@ -27,10 +27,10 @@ queued when B is freed; a real NPU's copies are asynchronous by themselves.
 
 import os
 
-import simctl
 import torch
 import torch_npu
-from scenario import (
+from _lib import simctl
+from _lib.scenario import (
     PLUGIN,
     N,
     env_int,

@@ -8,9 +8,9 @@ Inputs: PINPOOL_END (reset | gc: how g1 ends), PINPOOL_DELAY_US (simulator task 
 
 import os
 
-import simctl
 import torch
-from scenario import end_graphs, env_int, pinned, report, side_stream, values
+from _lib import simctl
+from _lib.scenario import end_graphs, env_int, pinned, report, side_stream, values
 
 import torch_npu_pinpool
 

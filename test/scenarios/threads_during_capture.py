@@ -5,7 +5,7 @@ the captured bytes."""
 import threading
 
 import torch
-from scenario import N, pinned, pools, report, values
+from _lib.scenario import N, pinned, pools, report, values
 
 out = {}
 capture_stream = torch.npu.Stream()

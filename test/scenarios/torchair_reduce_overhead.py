@@ -34,10 +34,10 @@ import gc
 import importlib.util
 import os
 
-import simctl
 import torch
 import torch_npu
-from scenario import (
+from _lib import simctl
+from _lib.scenario import (
     PLUGIN,
     N,
     env_int,

@@ -5,8 +5,8 @@ capture still works after each. Bad arguments to the plugin's API get a clear er
 import gc
 
 import torch
-from capture_checks import clean_capture_works, error_of
-from scenario import N, pinned, pools, report, values
+from _lib.capture_checks import clean_capture_works, error_of
+from _lib.scenario import N, pinned, pools, report, values
 
 import torch_npu_pinpool
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 
 import torch
-from scenario import N, report, side_stream
+from _lib.scenario import N, report, side_stream
 
 MiB = 1 << 20
 

@@ -25,7 +25,7 @@ import socket
 
 import torch
 import torch_npu  # noqa: F401
-from scenario import PLUGIN, env_int, hazards, npu_version, report, report_checks
+from _lib.scenario import PLUGIN, env_int, hazards, npu_version, report, report_checks
 
 STEPS = env_int("STEPS", 4)
 SIZES = [2, 4, 8]  # requests per batch (the batch descriptor's num_tokens here)
@@ -143,7 +143,7 @@ def main() -> dict:
         if h["count"]
     }
     out["checks"] = report_checks()
-    import simctl
+    from _lib import simctl
 
     if simctl.available():
         out["violations"] = simctl.violations()

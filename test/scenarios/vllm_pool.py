@@ -13,9 +13,9 @@ last sleep plus one host_empty_cache(). Env: CYCLES (3), REPLAYS (3).
 import gc
 import threading
 
-import simctl
 import torch
-from scenario import env_int, held_bytes, npu_version, report, side_stream
+from _lib import simctl
+from _lib.scenario import env_int, held_bytes, npu_version, report, side_stream
 
 import torch_npu_pinpool
 

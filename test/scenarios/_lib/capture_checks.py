@@ -5,7 +5,8 @@ import gc
 from typing import Callable, Optional
 
 import torch
-from scenario import N, pinned, pools, values
+
+from _lib.scenario import N, pinned, pools, values
 
 
 def graph_of_freed_input(dev: torch.Tensor, value: float) -> torch.npu.NPUGraph:

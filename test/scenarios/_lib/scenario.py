@@ -6,9 +6,10 @@ on the simulated CANN runtime alike::
     python test/scenarios/<name>.py            # plugin on
     TORCH_NPU_PINPOOL=0 python test/scenarios/<name>.py   # torch_npu's own allocator
 
-It imports this module first (torch, torch_npu, then the plugin unless ``TORCH_NPU_PINPOOL=0``),
-takes its inputs from environment variables, and ends with ``report(value)``: one line
-``PINPOOL_RESULT:<json>`` that ``run_scenario`` in ``test/conftest.py`` parses. Everything here
+It imports this module first, as ``from _lib.scenario import ...`` (torch, torch_npu, then the
+plugin unless ``TORCH_NPU_PINPOOL=0``), takes its inputs from environment variables, and ends
+with ``report(value)``: one line ``PINPOOL_RESULT:<json>`` that ``run_scenario`` in
+``test/conftest.py`` parses. Everything here
 uses torch / torch_npu / plugin APIs only; simulator state lives in ``simctl.py``.
 """
 

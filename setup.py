@@ -189,7 +189,7 @@ def _extensions(info: dict):
 # (TORCH_NPU_PINPOOL_AUDIT, _SANITIZE). So the documented reinstall after a torch_npu upgrade,
 # `pip install --force-reinstall --no-deps .`, would put back the _C built for the old torch.
 # Every build compiles every source
-# (test/pinpool/test_packaging.py::test_a_rebuild_never_reuses_a_built_extension).
+# (test/repo/test_packaging.py::test_a_rebuild_never_reuses_a_built_extension).
 def _always_compiled(base: type) -> type:
     class BuildExt(base):
         def finalize_options(self) -> None:

@@ -2,7 +2,7 @@
 
 The graph calls are those of Note [Graph handles] in csrc/graphs/capture_registry.cpp; only
 ``torch_npu_pinpool/_hooks.py`` and ``__init__.py`` call them.
-test/pinpool/test_extension_stub.py checks that this file names exactly what the built
+test/repo/test_extension_stub.py checks that this file names exactly what the built
 extension defines.
 """
 

@@ -13,7 +13,8 @@
 # asked whether the simulator's API is visible (only their path can differ here: the rule and why
 # it is sound are in that file), the files whose tests share results, the required floor. Without
 # --record (a build check, ci/legs/build_check.sh) or without the file: every test of
-# test/pinpool test/stress test/consumers (not test_packaging.py, which only builds sdists).
+# test/pinpool test/repo test/stress test/consumers (not test_packaging.py, which only builds
+# sdists).
 # Then `python ci/lib/as_npu_selection.py JUNIT` must pass: no test failed and every required
 # feature ran (not checked when pytest arguments restrict the run: --partial; pytest exit 5,
 # nothing selected, then passes too; without arguments it fails).

@@ -7,8 +7,11 @@
 #
 #   bash ci/legs/registered_memory.sh PAIR [pytest args]
 #   = SIMCANN_CANN_VERSION=8.5.0 PYTORCH_NPU_ALLOC_CONF=pinned_mem_register:True python -m pytest
-#       test/pinpool/test_capture_replay.py test/pinpool/test_pool_lifetime.py
-#       test/pinpool/test_stats_contract.py test/pinpool/test_pageable_copy.py -n 2 [pytest args]
+#       test/pinpool/test_capture_replay.py::test_replay_reads_captured_bytes
+#       test/pinpool/test_graph_pools.py::{test_pools_released_on_reset_and_gc,
+#       test_recapture_into_released_pool_id,test_shared_pool_reuse_without_crosstalk}
+#       test/pinpool/test_stats.py::test_host_memory_stats_match_native{,_with_capture_pins}
+#       test/pinpool/test_pageable_copy.py -n 2 [pytest args]
 #
 # pytest exit 5 passes here: the extra arguments (-k ...) deselected all of them.
 set -uo pipefail
@@ -20,8 +23,12 @@ activate "$pair" || { row "$pair registered-memory" FAIL - "env setup failed"; e
 
 banner "pair $pair: registered memory (pinned_mem_register, CANN 8.5)"
 t0=$SECONDS
-tests=(test/pinpool/test_capture_replay.py test/pinpool/test_pool_lifetime.py
-    test/pinpool/test_stats_contract.py test/pinpool/test_pageable_copy.py)
+tests=(test/pinpool/test_capture_replay.py::test_replay_reads_captured_bytes
+    test/pinpool/test_graph_pools.py::test_pools_released_on_reset_and_gc
+    test/pinpool/test_graph_pools.py::test_recapture_into_released_pool_id
+    test/pinpool/test_graph_pools.py::test_shared_pool_reuse_without_crosstalk
+    test/pinpool/test_stats.py::test_host_memory_stats_match_native{,_with_capture_pins}
+    test/pinpool/test_pageable_copy.py)
 junit="$ENVS/$pair.registered-memory.xml"
 rm -f "$junit"
 mapfile -t opts < <(xdist)

@@ -12,9 +12,9 @@
 #     default run, with --budget-left: "not run" when the leg's estimate (SANITIZE_CI_LEG_MIN
 #     below) does not fit. Off by default: `bash ci/test.sh` alone runs no sanitizer leg.
 #
-# The selection (issue #20): the stress suite, graph ownership, threads, failure paths,
-# conditional nodes and the consumers. PINPOOL_SANITIZE_TESTS overrides it (e.g. "test/pinpool
-# test/stress test/consumers --deselect test/pinpool/test_packaging.py": every allocator test).
+# The selection (issue #20): the stress suite, graph ownership, threads, eager copies, failure
+# paths, conditional nodes and the consumers. PINPOOL_SANITIZE_TESTS overrides it (e.g.
+# "test/pinpool test/stress test/consumers": every allocator test).
 set -uo pipefail
 # shellcheck source=ci/legs/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -28,8 +28,13 @@ if [[ "${1:-}" == --budget-left ]]; then
     shift 2
 fi
 SELECTION="test/stress test/pinpool/test_graph_ownership.py
-test/pinpool/test_eager_and_threads.py test/pinpool/test_failure_paths.py
-test/pinpool/test_conditional_nodes.py test/consumers"
+test/pinpool/test_threads_during_capture.py
+test/pinpool/test_eager_copies.py::test_eager_async_copies_never_see_recycled_bytes
+test/pinpool/test_eager_copies.py::test_eager_copy_queued_when_its_tensor_is_freed_in_a_capture
+test/pinpool/test_eager_copies.py::test_streams_racing_on_a_pinned_buffer_is_the_programs_race
+test/pinpool/test_failure_paths.py::test_user_errors
+test/pinpool/test_failure_paths.py::test_runtime_faults
+test/pinpool/test_cond_in_capture.py test/consumers"
 # What the CI leg is budgeted at: the ASan leg on one pair from nothing (builds, simulator,
 # tests) took ~21 min, too much for CI's 90 minutes on top of the required legs by default.
 SANITIZE_CI_LEG_MIN=15

@@ -15,9 +15,10 @@ either variable; the tests read them in three places only:
     simulator_api() (test/pinpool/_snippets.py), which the tests ask: the simulator's extra
     checks, task delays and the like are left out;
   - test/stress/ (every test there is `simulator`).
-ci/lib/check_sim_markers.py fails the lint when another file of test/pinpool, test/consumers or
-test/scenarios names either variable. So a test whose processes never asked simctl.available()
-runs the same code on the same runtime in both legs, and the simulator leg has run it already.
+ci/lib/check_sim_markers.py fails the lint when another file of test/pinpool, test/repo,
+test/consumers or test/scenarios names either variable. So a test whose processes never asked
+simctl.available() runs the same code on the same runtime in both legs, and the simulator leg has
+run it already.
 
 The selection (--select RECORD): RECORD is the simulator leg's record (PINPOOL_SIM_API_RECORD,
 ci/legs/simulator.sh): the id of every test during which some process asked simctl.available(),
@@ -29,7 +30,7 @@ that test files share (test/conftest.py, test/pinpool/_snippets.py: audit_built,
 never asks) must stay independent of the answer. `simulator` tests in RECORD are deselected by
 the leg's -m "not simulator". Without RECORD (a build check has no simulator leg), with an entry
 no test claims ("*": asked at collection outside a test file), or RECORD missing: the whole
-selection, test/pinpool test/stress test/consumers.
+selection, test/pinpool test/repo test/stress test/consumers.
 
 The check (JUNIT): prints one line (tests that ran without the simulator API, skipped, failed)
 and exits 1 when a test failed or, unless --partial (the run had extra pytest arguments such as
@@ -45,15 +46,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # The directories of the leg; test_packaging.py builds sdists and never touches the runtime.
-SCOPE = ("test/pinpool/", "test/stress/", "test/consumers/")
-NOT_RUNTIME = "test/pinpool/test_packaging.py"
-FULL = ["test/pinpool", "test/stress", "test/consumers", "--deselect", NOT_RUNTIME]
+SCOPE = ("test/pinpool/", "test/repo/", "test/stress/", "test/consumers/")
+NOT_RUNTIME = "test/repo/test_packaging.py"
+FULL = ["test/pinpool", "test/repo", "test/stress", "test/consumers", "--deselect", NOT_RUNTIME]
 # Without the simulator the leg must still run these (one node id prefix each: every parameter).
 REQUIRED = {
     "capture/replay": "test/pinpool/test_capture_replay.py::test_replay_reads_captured_bytes",
-    "lifetime": "test/pinpool/test_pool_lifetime.py::test_recapture_into_released_pool_id",
-    "stats": "test/pinpool/test_stats_and_tools.py::test_host_memory_stats_count_graph_pools",
-    "threads": "test/pinpool/test_eager_and_threads.py::test_other_threads_during_capture",
+    "lifetime": "test/pinpool/test_graph_pools.py::test_recapture_into_released_pool_id",
+    "stats": "test/pinpool/test_stats.py::test_host_memory_stats_count_graph_pools",
+    "threads": "test/pinpool/test_threads_during_capture.py::test_other_threads_during_capture",
     "failure-path": "test/pinpool/test_failure_paths.py::test_user_errors",
     "graph ownership": "test/pinpool/test_graph_ownership.py::test_captures_in_turn_share_a_buffer",
     "consumers": "test/consumers/test_vllm_patterns.py::test_kv_offload_replays_right_with_plugin",

@@ -1,5 +1,5 @@
-"""Lint: no test in test/pinpool or test/stress reads simulator state without the `simulator`
-marker (ci/test.sh's lint step runs it; `python ci/lib/check_sim_markers.py [files]`).
+"""Lint: no test in test/pinpool, test/repo or test/stress reads simulator state without the
+`simulator` marker (ci/test.sh's lint step runs it; `python ci/lib/check_sim_markers.py [files]`).
 
 Simulator state is what a real NPU does not have: the control API (`simctl`, `stresslib`, any
 `SIMCANN_*` variable, `simcann_*` symbols) and the scenarios that use it. A scenario file
@@ -12,8 +12,8 @@ or runs such a scenario by a literal name (`scenario("name")` / `run_scenario("n
 has the marker through `pytestmark`, a decorator, or a `pytest.param(..., marks=...)` of its
 parametrization (the delay variant of a test).
 
-And no file of test/pinpool, test/consumers or test/scenarios but _lib/simctl.py names the variables
-that make the "as a real NPU" leg (SIMCANN_LIB_DIR, PINPOOL_TEST_AS_NPU): they ask
+And no file of test/pinpool, test/repo, test/consumers or test/scenarios but _lib/simctl.py names
+the variables that make the "as a real NPU" leg (SIMCANN_LIB_DIR, PINPOOL_TEST_AS_NPU): they ask
 `simctl.available()` (a scenario) or `simulator_api()` (a test), which the simulator leg records,
 so that the as-NPU leg runs every test whose path can differ there (ci/lib/as_npu_selection.py).
 test/conftest.py (the markers) and test/stress (every test `simulator`) may.
@@ -32,7 +32,8 @@ SIM_NAMES = {"simctl", "stresslib"}
 SIM_STRINGS = ("SIMCANN_", "simcann_")
 SCENARIO_CALLS = {"scenario", "run_scenario"}
 LEG_VARIABLES = ("SIMCANN_LIB_DIR", "PINPOOL_TEST_AS_NPU")
-LEG_DIRS = ("test/pinpool", "test/consumers", "test/scenarios")
+TEST_DIRS = ("test/pinpool", "test/repo", "test/stress")  # checked for the marker
+LEG_DIRS = ("test/pinpool", "test/repo", "test/consumers", "test/scenarios")
 LEG_READERS = {"test/scenarios/_lib/simctl.py"}
 
 
@@ -134,7 +135,7 @@ def leg_variable_readers() -> list[str]:
 
 def main(argv: list[str]) -> int:
     files = [Path(a).resolve() for a in argv] or sorted(
-        p for d in ("test/pinpool", "test/stress") for p in (REPO / d).glob("test_*.py")
+        p for d in TEST_DIRS for p in (REPO / d).glob("test_*.py")
     )
     problems = [msg for f in files for msg in check_file(f)]
     if not argv:

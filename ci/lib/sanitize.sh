@@ -199,7 +199,7 @@ print("plugin:", c.__file__, "sanitizers:", c.sanitizers)') || fail "the sanitiz
 
     # --- 4. the suite -------------------------------------------------------------------------------
     # Default (run by hand): every allocator test (test_packaging.py only builds sdists with pip).
-    default_tests="test/pinpool test/stress test/consumers --deselect test/pinpool/test_packaging.py"
+    default_tests="test/pinpool test/repo test/stress test/consumers --deselect test/repo/test_packaging.py"
     # shellcheck disable=SC2206 # a list of paths and options, split on white space
     tests=(${PINPOOL_SANITIZE_TESTS:-$default_tests})
     xdist=()

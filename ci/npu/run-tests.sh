@@ -7,7 +7,7 @@
 #
 # Steps: source CANN's set_env.sh, check the NPU and the torch_npu release, `pip install` the
 # plugin into that environment (--no-build-isolation --no-deps: built against the torch that is
-# there), `python -m torch_npu_pinpool doctor`, then pytest (test/pinpool test/stress test/consumers, the tests
+# there), `python -m torch_npu_pinpool doctor`, then pytest (test/pinpool test/repo test/stress test/consumers, the tests
 # not marked `simulator`) with JUnit XML. Exit 0: tests passed; 1: tests failed; 2: refused (no
 # NPU, unsupported torch_npu, setup failed): the message says why and what to do.
 # Environment: PYTHON (default python3), PINPOOL_CANN_SET_ENV (CANN's set_env.sh, default: the
@@ -84,7 +84,7 @@ say "$probe"
 mkdir -p "$(dirname "$JUNIT")"
 cd "$REPO"
 set +e
-"$PY" -m pytest test/pinpool test/stress test/consumers -m "not simulator" --junitxml="$JUNIT" "$@"
+"$PY" -m pytest test/pinpool test/repo test/stress test/consumers -m "not simulator" --junitxml="$JUNIT" "$@"
 rc=$?
 set -e
 say "JUnit XML: $JUNIT"

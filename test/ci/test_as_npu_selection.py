@@ -78,7 +78,7 @@ def test_keeps_state(tmp_path, source, shares):
 
 
 def test_the_consumer_tests_that_cache_results_are_selected_whole():
-    assert sel.keeps_state(REPO / "test/consumers/test_torchair.py")
+    assert sel.keeps_state(REPO / "test/consumers/test_torchair_reduce_overhead.py")
     assert not sel.keeps_state(REPO / "test/pinpool/test_capture_replay.py")
 
 
@@ -88,15 +88,15 @@ def test_selection_from_a_record(tmp_path):
     record.write_text(
         "\n".join([
             audit,
-            "test/consumers/test_torchair.py::test_torchair_replays_right_with_plugin[default]",
-            "test/pinpool/test_packaging.py::test_sdist",  # never in the leg
+            "test/consumers/test_torchair_reduce_overhead.py::test_torchair_replays_right_with_plugin[default]",
+            "test/repo/test_packaging.py::test_sdist",  # never in the leg
             "simcann/tests/test_build.py::test_names",  # not the leg's directories
             "test/pinpool/test_capture_replay.py::test_replay_reads_captured_bytes[plugin]",
         ]) + "\n"
     )
     args, what = sel.select(record)
     tests = sorted({audit, *sel.REQUIRED.values()})
-    assert args == ["test/consumers/test_torchair.py", *tests]
+    assert args == ["test/consumers/test_torchair_reduce_overhead.py", *tests]
     assert "1 tests and 1 whole files" in what and "7 required" in what
     assert sel.select(None)[0] == sel.FULL
     assert sel.select(tmp_path / "missing.txt")[0] == sel.FULL

@@ -1,12 +1,14 @@
-"""Activation: import, the torch.backends entry point, twice, after pinned tensors exist,
+"""Activation: import, the torch.backends entry point, twice, after pinned tensors exist, in
+worker processes that import only torch_npu (autoload on and off), hooks that cannot be installed,
 and the off switch. Scenarios (runtime-neutral): test/scenarios/activate.py, off_switch.py,
-entry_point.py, late_activation.py (on the simulator it adds a 2 ms task delay)."""
+entry_point.py, late_activation.py (on the simulator it adds a 2 ms task delay),
+autoload_workers.py, hook_install_fails.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from ._snippets import audit_built
+from ._snippets import audit_built, env_for
 
 
 def test_import_activates_once(scenario):
@@ -61,19 +63,32 @@ def test_report_asked_of_a_build_without_the_audit_names_the_fix(scenario):
         assert "compiled out" in message and "pip install --force-reinstall" in message, message
 
 
-USER_CONF = "max_split_size_mb:64,garbage_collection_threshold:0.6"
+@pytest.mark.parametrize("how", ["subprocess", "spawn"])
+def test_workers_that_import_only_torch_npu_are_activated_by_autoload(scenario, how):
+    """A worker that only imports torch_npu (vLLM's one process per NPU) gets the plugin through
+    torch's backend autoload (the torch.backends entry point): active, and its replay reads the
+    input it captured. With TORCH_NPU_PINPOOL=0 the entry point loads but activates nothing, and
+    the same replay reads another owner's bytes (torch_npu alone: defect 3)."""
+    on = scenario("autoload_workers", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}).result[how]
+    assert on == {"loaded": True, "active": True, "replay": [2.0]}, on
+    off = scenario("autoload_workers", env=env_for(False, TORCH_DEVICE_BACKEND_AUTOLOAD="1"))
+    w = off.result[how]
+    assert (w["loaded"], w["active"]) == (True, False) and w["replay"] != [2.0], w
 
 
-@pytest.mark.parametrize("order", ["autoload", "import_first", "after_device"])
-def test_user_allocator_settings_untouched(scenario, order):
-    """Activation at any time leaves the user's allocator settings as torch_npu alone has them
-    (issue #47): c10's settings string, and the device allocator's behaviour (a 256 MiB block
-    above max_split_size_mb:64 is an oversize allocation), plugin on against off."""
-    env = {"PYTORCH_NPU_ALLOC_CONF": USER_CONF, "SETTINGS_ORDER": order}
-    if order == "autoload":
-        env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="1", SETTINGS_ORDER="import_first")
-    ours = scenario("allocator_settings", env=env).result
-    native = scenario("allocator_settings", env={**env, "TORCH_NPU_PINPOOL": "0"}).result
-    assert ours.pop("active") and not native.pop("active"), (ours, native)
-    assert ours == native
-    assert native["oversize_allocations"] > 0, native  # the test can see the user's setting
+@pytest.mark.parametrize("how", ["subprocess", "spawn"])
+def test_workers_without_autoload_run_without_the_plugin(scenario, how):
+    """TORCH_DEVICE_BACKEND_AUTOLOAD=0: nothing imports the plugin in a worker that only imports
+    torch_npu, so it runs on torch_npu's own allocator (docs/usage.md: add
+    ``import torch_npu_pinpool`` to the worker)."""
+    r = scenario("autoload_workers", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).result[how]
+    assert (r["loaded"], r["active"]) == (False, False) and r["replay"] != [2.0], r
+
+
+def test_hooks_that_cannot_be_installed_leave_nothing_registered(scenario):
+    """Activation raises when the graph hooks cannot go in, registers nothing, and a later
+    activation installs allocator and hooks together."""
+    r = scenario("hook_install_fails").result
+    assert r["first_import"] == "AttributeError", r
+    assert r["active"] and r["hooked"], r
+    assert r["values"] == [3.0], r

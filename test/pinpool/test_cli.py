@@ -1,9 +1,10 @@
 """The command line (``python -m torch_npu_pinpool``): the help lists each command with what it
 does; ``audit`` parses its own options before ``--`` and never runs them as the program, prints
-its usage on ``--help`` and exits 2 with a message when no program follows; ``doctor`` names the
-cause when it cannot run its self-test (a source checkout without a built ``_C``, the off switch)
-and says whether torch's backend autoload activates the plugin. Each command runs in its own
-process, from a directory outside the source tree unless the test is about the source tree."""
+its usage on ``--help`` and exits 2 with a message when no program follows; ``doctor`` reports
+versions, the runtime and the mode, passes its self-test, names the cause when it cannot run it
+(a source checkout without a built ``_C``, the off switch) and says whether torch's backend
+autoload activates the plugin. Each command runs in its own process, from a directory outside
+the source tree unless the test is about the source tree."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from ._snippets import simulator_api
 
 PACKAGE = Path(__file__).resolve().parents[2] / "torch_npu_pinpool"
 
@@ -164,3 +167,19 @@ def test_other_python_m_programs_still_activate_on_import(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "active True" in r.stdout
+
+
+def test_doctor(tmp_path):
+    """``python -m torch_npu_pinpool doctor`` reports versions, the simulator, the mode, and
+    passes its self-test; with the plugin off it exits non-zero."""
+    run_main = "import runpy; runpy.run_module('torch_npu_pinpool', run_name='__main__')"
+    cmd = [sys.executable, "-c", run_main, "doctor"]  # from tmp_path: not the source tree
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if simulator_api():  # on a real NPU it names the toolkit's runtime
+        assert "simulated CANN runtime" in r.stdout
+    assert "backport" in r.stdout or "native-present" in r.stdout
+    assert "self-test:          PASS" in r.stdout
+    env = {**os.environ, "TORCH_NPU_PINPOOL": "0"}
+    off = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert off.returncode != 0

@@ -156,3 +156,17 @@ def test_large_cache_setting_is_read_at_the_first_large_miss(scenario):
     assert r["active"] and r["small_pinned"], r
     assert "TORCH_NPU_PINPOOL_LARGE_CACHE_MB=lots is not a whole number of MiB" in r["large_error"]
     assert "Fix or unset it" in r["large_error"], r
+
+
+@pytest.mark.simulator
+def test_runtime_pins_per_request_never_above_native(scenario):
+    """Per size band (4 KiB .. 130 MiB, around the large-block threshold) and for two sizes in
+    turn: the plugin pins no more often than torch_npu does, and every copy delivers."""
+    ours = scenario("eager_pin_cycles").result
+    native = scenario("eager_pin_cycles", env=PLUGIN_OFF).result
+    assert ours.keys() == native.keys()
+    for band in ours:
+        assert ours[band]["right"] and native[band]["right"], (band, ours[band], native[band])
+        assert ours[band]["pins"] <= native[band]["pins"], (band, ours[band], native[band])
+    assert ours["20MiB"]["pins"] == 1, ours  # cached after the first request, as natively
+    assert ours["40+100MiB"]["pins"] == 2, ours

@@ -1,6 +1,6 @@
 """``torch.accelerator.Graph`` (torch >= 2.13), the device-generic capture entry point: it
 reaches torch_npu's NPUGraph through ATen's graph interface, not through the Python
-``NPUGraph`` class the plugin hooks (issue #35). Owned by test/pinpool/test_field_shapes.py.
+``NPUGraph`` class the plugin hooks (issue #35). Owned by test/pinpool/test_capture_replay.py.
 
 Two graphs share one pool: the first pins its input inside the capture and frees it there, the
 second reads a tensor pinned before its capture and freed inside it (the shape torch_npu alone

@@ -1,6 +1,6 @@
 """A capture that fails after pinned blocks were used and freed in it (issue #35), then the
 graph ended and the same pool handle captured into again. Owns the failed-capture shapes of
-test/pinpool/test_field_shapes.py.
+test/pinpool/test_failed_capture.py.
 
 FAIL_HOW picks the failure (user errors the runtime refuses):
   device_sync  torch.npu.synchronize() inside the capture (107027; the capture goes on, so

@@ -1,7 +1,7 @@
 """A mixed-dtype ``non_blocking`` H2D copy in a capture: float32 pinned -> float16 device, the
 pinned source freed inside the capture (issue #35). torch_npu copies the float32 bytes and casts
 on the device, so the graph reads the pinned block at every replay. Owned by
-test/pinpool/test_field_shapes.py.
+test/pinpool/test_capture_replay.py.
 
 MIXED_SHAPE: ``inside`` (pinned and freed inside the capture) or ``before`` (pinned before the
 capture, freed inside it). Other pinned float32 tensors are written before the replay. Reports

@@ -1,5 +1,5 @@
 """Scenario: host_memory_stats() for a program that pins inside a capture (issue #33, item 7).
-Runs with the plugin on or off (TORCH_NPU_PINPOOL=0); test_stats_contract.py compares the two
+Runs with the plugin on or off (TORCH_NPU_PINPOOL=0); test_stats.py compares the two
 runs key by key.
 
 The sequence: an eager pinned tensor kept throughout; a capture that pins two tensors (one

@@ -1,5 +1,5 @@
 """Scenario: one fixed sequence of pinned-memory calls, with host_memory_stats() read after each
-step. Runs with the plugin on or off (TORCH_NPU_PINPOOL=0); test_stats_contract.py compares the
+step. Runs with the plugin on or off (TORCH_NPU_PINPOOL=0); test_stats.py compares the
 two runs key by key.
 
 The sequence: pinned allocations of two sizes; a free while a non_blocking copy still reads the

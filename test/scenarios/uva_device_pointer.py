@@ -2,7 +2,7 @@
 torch_npu registers each pinned block (aclrtHostRegisterV2, CANN >= 8.5), and vllm-ascend asks
 ``aclrtHostGetDevicePointer`` for the device address of a pinned tensor's storage, which its
 kernels then read directly. Does that work on the blocks the registered host allocator hands out
-as on torch_npu's own? Owned by test/pinpool/test_field_shapes.py.
+as on torch_npu's own? Owned by test/pinpool/test_uva_device_pointer.py.
 
 Calls ``aclrtHostGetDevicePointer`` through ctypes on the libascendcl.so this process loaded
 (torch_npu exposes no binding; whether torch_npu turned pinned_mem_register off, CANN < 8.5,

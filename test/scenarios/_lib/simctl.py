@@ -54,7 +54,8 @@ def record_use(who: str | None = None) -> None:
 
 
 def _asking_test_file() -> str:
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)  # REPO/test/scenarios/_lib/simctl.py
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename

@@ -22,8 +22,8 @@ def _usage_example() -> str:
 def test_readme_usage_example(run_isolated, plugin):
     """With the plugin the example's assertion holds; with it off the same code must fail on
     torch_npu <= 2.10 (the replay reads the other tensor's bytes). On >= 2.11 native keeps
-    this simple case correct (its defects need the scenarios in test_pool_lifetime.py), so
-    'off' is only required to fail there where torch_npu is older."""
+    this simple case correct (its defects need the scenarios of test/pinpool/test_graph_pools.py),
+    so 'off' is only required to fail there where torch_npu is older."""
     code = (
         "import torch_npu\n"
         "from packaging.version import Version\n"

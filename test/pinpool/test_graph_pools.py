@@ -1,10 +1,12 @@
-"""Graph pools give their host memory back when their last graph goes, and a released pool
-id can be captured into again.
+"""Graph pools give their host memory back when their last graph goes, a released pool id can be
+captured into again, and a live pool keeps its free blocks for its next capture (Note [Pool
+lifetime]): host_empty_cache() gives back only what no live pool owns, as ATen's private pools do.
 
 Native 2.13 leaks every capture-time block a stream used (forever) and asserts when a
 released pool id is captured into again; native 2.10 has no pools (it recycles instead, see
 test_capture_replay.py), so these defects are asserted on >= 2.11 only. Scenarios
-(runtime-neutral): test/scenarios/many_captures.py, recapture_pool_id.py, shared_pool.py.
+(runtime-neutral): test/scenarios/many_captures.py, recapture_pool_id.py, shared_pool.py,
+pool_reuse_across_captures.py. Pools per device: test_device_pools.py.
 """
 
 from __future__ import annotations
@@ -55,3 +57,17 @@ def test_shared_pool_reuse_without_crosstalk(scenario):
     assert o["d2_after_g1_gone"] == [2.0]
     assert o["graphs_left"] == [1]
     assert o["pools_left"] == []
+
+
+@ON_OFF
+def test_free_block_reused_by_next_capture_into_pool(scenario, plugin):
+    """A block freed unused in g1's capture survives host_empty_cache() and is the block g2's
+    capture into the same pool gets; both graphs replay their own bytes. Native >= 2.11 keeps
+    it too; native <= 2.10 has no graph pools and gives it back."""
+    o = scenario("pool_reuse_across_captures", env=env_for(plugin)).result
+    if plugin or native_pools():
+        assert o["d1"] == [1.0] and o["d2"] == [2.0]
+        assert o["kept_by_empty_cache"], o["held_before_after"]
+        assert o["reused"]
+    else:
+        assert not o["kept_by_empty_cache"], "native <= 2.10 gives the free block back"

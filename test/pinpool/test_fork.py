@@ -1,0 +1,42 @@
+"""A process forked while the plugin is active (issue #47): the child frees what it inherited,
+pins and reads the stats exactly as natively, never hangs on a lock another thread held, and
+exits; the parent goes on unharmed. Scenario: test/scenarios/fork_child.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from ._snippets import ON_OFF, env_for, under_thread_sanitizer
+
+
+@ON_OFF
+def test_forked_child_neither_hangs_nor_calls_the_runtime(scenario, plugin):
+    """A child forked after pinned copies and a replay frees what it inherited, tries to pin
+    and reads the stats exactly as natively, and exits; the parent goes on unharmed."""
+    if under_thread_sanitizer():
+        # TSan aborts any child that starts a thread after a multi-threaded fork ("starting new
+        # threads after multi-threaded fork is not supported"): the simulated runtime's stream
+        # workers in the child do, plugin on and off alike (2.14 TSan leg). ASan runs it.
+        pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
+    o = scenario("fork_child", env=env_for(plugin)).result
+    assert o["status"] == 0, o
+    assert o["values"] == [4.0] and o["graph"] == [2.0], o
+    if plugin:
+        native = scenario("fork_child", env=env_for(False)).result
+        assert o["child"] == native["child"], (o, native)
+
+
+@ON_OFF
+def test_fork_while_another_thread_empties_the_cache(scenario, plugin):
+    """A fork while another thread keeps calling host_empty_cache() behind a dead graph's queued
+    replay: the child's own calls (host_empty_cache() included) return as natively (issue #47:
+    host_empty_cache() waited for such replays holding a lock a child would block on)."""
+    if under_thread_sanitizer():
+        pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
+    env = env_for(plugin, FORK_BUSY=1, CHILD_TIMEOUT_S=30)
+    o = scenario("fork_child", env=env, timeout=300).result
+    assert o["status"] == 0, o
+    assert o["values"] == [4.0] and o["graph"] == [2.0], o
+    if plugin:
+        native = scenario("fork_child", env=env_for(False, FORK_BUSY=1, CHILD_TIMEOUT_S=30)).result
+        assert o["child"] == native["child"], (o, native)

@@ -11,8 +11,10 @@ supported minimum). For a leg found in several directories, the newest date wins
 directory on a tie). A summary not written by ci/test.sh (its ``source``) is refused: a row
 recorded by hand is not a result. The records of other projects' test files run by ``bash
 ci/upstream.sh`` (``ci/lib/upstream_record.py``) in each directory's ``upstream/``
-(``ci/results/upstream/`` in the repository) become the "Upstream tests" section. Plain
-Python, no third-party imports.
+(``ci/results/upstream/`` in the repository) become the "Upstream tests" section, and the
+records of the differential fuzzer's long runs (``python test/fuzz/cli.py ... --record DIR/fuzz``)
+in each directory's ``fuzz/`` the "Differential fuzzer" section. Plain Python, no third-party
+imports.
 """
 
 from __future__ import annotations
@@ -226,6 +228,53 @@ def upstream_section(records: list[dict[str, object]]) -> list[str]:
     return out
 
 
+FUZZ_FIELDS = ("kind", "pair", "torch", "torch_npu", "seeds", "budget", "programs", "failed",
+               "skipped", "failures", "seconds", "commit", "date", "command")
+
+FUZZ_HEADER = """
+## Differential fuzzer
+
+Long runs of issue 47's differential fuzzer ([test/fuzz/README.md](../test/fuzz/README.md)):
+each program run with the plugin and natively (`TORCH_NPU_PINPOOL=0`) and compared step by step,
+recorded by `python test/fuzz/cli.py ... --record ci/results/fuzz`. "failed" lists the failing
+seeds and their first check; "skipped", programs whose native run did not complete.
+
+| pair | torch | torch_npu | seeds | steps | programs | failed | skipped | wall time | commit | date | command |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+"""
+
+
+def load_fuzz(dirs: list[Path]) -> list[dict[str, object]]:
+    """The fuzzer's records in each directory's ``fuzz/``; one per file name (the newest)."""
+    found: dict[str, dict[str, object]] = {}
+    for directory in dirs:
+        sub = directory / "fuzz"
+        for path in sorted(sub.glob("*.json")) if sub.is_dir() else []:
+            data = json.loads(path.read_text())
+            missing = [f for f in FUZZ_FIELDS if f not in data]
+            if missing or data["kind"] != "fuzz":
+                raise SystemExit(f"render_results: {path} is not a fuzz record ({missing})")
+            if path.name not in found or str(data["date"]) > str(found[path.name]["date"]):
+                found[path.name] = data
+    return list(found.values())
+
+
+def fuzz_section(records: list[dict[str, object]]) -> list[str]:
+    """The section's lines: a row per record, newest pair first."""
+    if not records:
+        return []
+    out = FUZZ_HEADER.splitlines()
+    for r in sorted(records, key=lambda r: (tuple(-x for x in _pair_key(str(r["pair"]))),
+                                            str(r["seeds"]))):
+        failed = f"{r['failed']} ({', '.join(map(str, r['failures']))})" if r["failed"] else "0"
+        out.append(
+            f"| {r['pair']} | {r['torch']} | {r['torch_npu']} | {r['seeds']} | {r['budget']} | "
+            f"{r['programs']} | {failed} | {r['skipped']} | {int(r['seconds']) // 60} min | "
+            f"{r['commit']} | {r['date']} | `{r['command']}` |"
+        )
+    return out
+
+
 def render(
     dirs: list[Path], pairs: list[str] | None = None, builds: list[str] | None = None
 ) -> str:
@@ -236,7 +285,8 @@ def render(
         builds = npu_builds() if pairs is None else []
     body = rows(summaries, all_pairs() if pairs is None else pairs, builds)
     upstream = upstream_section(load_upstream(dirs))
-    return HEADER + "\n".join(body + upstream) + "\n"
+    fuzz = fuzz_section(load_fuzz(dirs))
+    return HEADER + "\n".join(body + upstream + fuzz) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,8 @@
 """The fuzzer's command line: run seeds, print a table, shrink failures into reproducers.
 
     python test/fuzz/cli.py --seeds 0-49               # fixed budget; exit 1 on any failure
-    python test/fuzz/cli.py --seeds 0-9999 --no-shrink # long (nightly) mode
+    python test/fuzz/cli.py --seeds 0-9999 --no-shrink --jobs 2 --record ci/results/fuzz
+                                                       # long (nightly) mode, recorded
     python test/fuzz/cli.py --seed 7 --show            # print seed 7's program
     python test/fuzz/cli.py --program regressions/growing_33_63.json
 
@@ -14,8 +15,11 @@ or ``PYTHONPATH=`` an install target); ``python test/fuzz --seeds ...`` (the pac
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.metadata
 import json
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -46,13 +50,14 @@ def run_programs(
     time_bound_ms: float = compare.TIME_BOUND_MS,
     out=sys.stdout,
     ignore: tuple[str, ...] = (),
+    jobs: int = 1,
 ) -> list[dict[str, Any]]:
     """Run and compare ``programs``; prints a table row per program as its batch ends.
     Returns rows: seed, verdict, failures (``compare.Failure``), note, program."""
     rows = []
     print(f"{'seed':>6}  {'theme':<8} {'verdict':<7} failing check", file=out, flush=True)
     for group in execute.batches(programs, batch):
-        for prog, (p, n, note) in zip(group, execute.run_pair(group)):
+        for prog, (p, n, note) in zip(group, execute.run_pair(group, jobs=jobs)):
             verdict, fails = compare.compare(prog, p, n, time_bound_ms)
             fails = [f for f in fails if f.check not in ignore]
             if verdict == "FAIL" and not fails:
@@ -78,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=24, help="steps per program (default 24)")
     ap.add_argument("--show", action="store_true", help="print the program(s) and exit")
     ap.add_argument("--batch", type=int, default=8, help="programs per process (default 8)")
+    ap.add_argument("--jobs", type=int, default=1, choices=(1, 2),
+                    help="2: a batch's plugin and native processes run at once (default 1)")
     ap.add_argument("--time-bound-ms", type=float, default=compare.TIME_BOUND_MS)
     ap.add_argument("--ignore", action="append", default=[], choices=compare.CHECKS,
                     help="leave a check out (repeatable), e.g. while its fix is pending")
@@ -88,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair-env", default="current", choices=["current"],
                     help="the pair: the env this runs in")
     ap.add_argument("--json", help="write the rows (seed, verdict, failures) to this file")
+    ap.add_argument("--record", metavar="DIR",
+                    help="write the run's summary to DIR/fuzz-PAIR-SEEDS.json, the record "
+                    "ci/render_results.py renders (ci/results/fuzz for the kept ones)")
     args = ap.parse_args(argv)
 
     if args.program:
@@ -105,11 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     t0 = time.monotonic()
-    rows = run_programs(programs, args.batch, args.time_bound_ms, ignore=tuple(args.ignore))
+    rows = run_programs(programs, args.batch, args.time_bound_ms, ignore=tuple(args.ignore),
+                        jobs=args.jobs)
+    seconds = time.monotonic() - t0
     failed = [r for r in rows if r["verdict"] == "FAIL"]
     skipped = [r for r in rows if r["verdict"] == "skip"]
     print(f"{len(rows)} programs, {len(failed)} failed, {len(skipped)} skipped (native did not "
-          f"complete) in {time.monotonic() - t0:.0f} s "
+          f"complete) in {seconds:.0f} s "
           f"(torch_npu pair: {os.environ.get('PINPOOL_PAIR', '?')})")
     for r in failed:
         print(f"\nseed {r['seed']}: FAIL")
@@ -128,7 +140,44 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump([{"seed": r["seed"], "verdict": r["verdict"],
                         "failures": [str(x) for x in r["failures"]]} for r in rows], f, indent=1)
+    if args.record:
+        print(f"recorded: {record(args, argv, rows, seconds)}")
     return 1 if failed else 0
+
+
+def _commit() -> str:
+    """The checkout's short commit, ``+changes`` when its tracked files differ from it."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + (
+        "+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def record(args: argparse.Namespace, argv: list[str] | None, rows: list[dict[str, Any]],
+           seconds: float) -> str:
+    """Write the run's summary (``kind: fuzz``) into ``args.record``; returns its path."""
+    pair = os.environ.get("PINPOOL_PAIR", "?")
+    seeds = "programs" if args.program else args.seeds if args.seed is None else str(args.seed)
+    summary = {
+        "kind": "fuzz", "pair": pair, "torch": importlib.metadata.version("torch"),
+        "torch_npu": importlib.metadata.version("torch_npu"), "seeds": seeds,
+        "budget": args.budget, "programs": len(rows),
+        "failed": sum(r["verdict"] == "FAIL" for r in rows),
+        "skipped": sum(r["verdict"] == "skip" for r in rows),
+        "failures": [f"{r['seed']}: {compare.first_check(r['failures'])}" for r in rows
+                     if r["verdict"] == "FAIL"],
+        "seconds": round(seconds), "commit": _commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "command": "python test/fuzz/cli.py " + " ".join(sys.argv[1:] if argv is None else argv),
+    }
+    os.makedirs(args.record, exist_ok=True)
+    path = os.path.join(args.record, f"fuzz-{pair}-{seeds.replace(',', '_')}.json")
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    return path
 
 
 if __name__ == "__main__":

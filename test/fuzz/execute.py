@@ -1,14 +1,19 @@
-"""Running programs: each batch in a fresh interpreter with the plugin, then in another one
-natively (``TORCH_NPU_PINPOOL=0``), both through runner.py by path from an empty directory
-(from the repository root the source ``torch_npu_pinpool/``, which has no ``_C``, would shadow
-the installed plugin). A batch whose run did not report (crash, hang) is run again program by
-program, so the crash is charged to the program that caused it.
+"""Running programs: each batch in a process with the plugin and in another natively
+(``TORCH_NPU_PINPOOL=0``). The processes are children forked by one fork server
+(``runner.py --serve``, started on first use, in an empty directory: from the repository root
+the source ``torch_npu_pinpool/``, which has no ``_C``, would shadow the installed plugin),
+Note [Fork server] in runner.py; ``PINPOOL_FUZZ_FORK=0`` runs each in a fresh interpreter
+instead (runner.py by path), the way it is done before the fork server. ``jobs=2`` runs a
+batch's two processes at once. A batch whose run did not report (crash, hang) is run again
+program by program, so the crash is charged to the program that caused it.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,50 +26,124 @@ except ImportError:  # run from inside test/fuzz
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
 RESULT_TAG = "PINPOOL_RESULT:"
-PLUGIN_OFF = {"TORCH_NPU_PINPOOL": "0"}
+SERVED_TAG = "PINPOOL_SERVED:"  # runner.py's
 Result = dict[str, Any]
+Job = tuple[list[Program], bool]  # programs, plugin
+_server: dict[str, Any] = {}  # the fork server: its Popen and its directory
 
 
-def run_batch(
-    programs: list[Program], plugin: bool, timeout: float = 900.0
-) -> tuple[list[Result] | None, str]:
-    """Run ``programs`` in one fresh process: (per-program results, or None if the process did
-    not report; the tail of its stderr)."""
+def _base_env() -> dict[str, str]:
+    """The environment every run starts from; runner.py sets a program's alloc_conf itself."""
     env = dict(os.environ)
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"  # runner.py decides when the plugin activates
-    env.pop("PYTORCH_NPU_ALLOC_CONF", None)  # a program's alloc_conf is set by runner.py
-    if plugin:
-        env.pop("TORCH_NPU_PINPOOL", None)
-    else:
-        env.update(PLUGIN_OFF)
+    env.pop("PYTORCH_NPU_ALLOC_CONF", None)
+    env.pop("TORCH_NPU_PINPOOL", None)
+    return env
+
+
+def _plugin_env(plugin: bool) -> dict[str, str]:
+    return {} if plugin else {"TORCH_NPU_PINPOOL": "0"}
+
+
+def _fork_server() -> subprocess.Popen:
+    """The fork server, started (or restarted, if it died) on first use."""
+    proc = _server.get("proc")
+    if proc is None or proc.poll() is not None:
+        cwd = _server.setdefault("dir", tempfile.mkdtemp(prefix="pinpool-fuzz-"))
+        proc = subprocess.Popen(
+            [sys.executable, RUNNER, "--serve"], env=_base_env(), cwd=cwd, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(os.path.join(cwd, "server.err"), "a"),
+        )
+        _server["proc"] = proc
+        if not _server.get("atexit"):
+            _server["atexit"] = atexit.register(_stop_server)
+    return proc
+
+
+def _stop_server() -> None:
+    proc = _server.pop("proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.stdin.close()
+        proc.wait()
+    shutil.rmtree(_server.pop("dir", ""), ignore_errors=True)
+
+
+def _fresh(specs: list[dict[str, Any]], cwd: str) -> list[Any]:
+    """Each spec in a fresh interpreter (runner.py by path), all at once; their exit codes."""
+    procs = []
+    for spec in specs:
+        with open(spec["out"], "w") as out, open(spec["err"], "w") as err:
+            procs.append(subprocess.Popen(
+                [sys.executable, RUNNER, spec["programs"]], cwd=cwd, stdout=out, stderr=err,
+                env={**_base_env(), **spec["env"]},
+            ))
+    codes = []
+    for proc, spec in zip(procs, specs):
+        try:
+            codes.append(proc.wait(timeout=spec["timeout"]))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            codes.append("timeout")
+    return codes
+
+
+def run_jobs(jobs: list[Job], timeout: float = 900.0) -> list[tuple[list[Result] | None, str]]:
+    """Run each job (programs, plugin) in its own process, all at once: per job (the per-program
+    results, or None if the process did not report; the tail of its stderr)."""
     timeout *= float(os.environ.get("PINPOOL_TIMEOUT_SCALE", "1"))
     with tempfile.TemporaryDirectory(prefix="pinpool-fuzz-") as cwd:
-        path = os.path.join(cwd, "programs.json")
-        with open(path, "w") as f:
-            json.dump(programs, f)
-        try:
-            proc = subprocess.run(
-                [sys.executable, RUNNER, path],
-                env=env,
-                cwd=cwd,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-            )
-        except subprocess.TimeoutExpired as e:
-            return None, f"timed out after {timeout:.0f} s\n{(e.stderr or '')[-3000:]}"
+        specs = []
+        for i, (programs, plugin) in enumerate(jobs):
+            path = os.path.join(cwd, f"programs{i}.json")
+            with open(path, "w") as f:
+                json.dump(programs, f)
+            specs.append({"programs": path, "out": f"{path}.out", "err": f"{path}.err",
+                          "env": _plugin_env(plugin), "timeout": timeout})
+        if os.environ.get("PINPOOL_FUZZ_FORK", "1") == "0":
+            codes = _fresh(specs, cwd)
+        else:
+            server = _fork_server()
+            server.stdin.write(json.dumps(specs) + "\n")
+            server.stdin.flush()
+            codes = ["fork server died"] * len(specs)  # if no reply: server.err says why
+            for line in server.stdout:
+                if line.startswith(SERVED_TAG):
+                    codes = json.loads(line[len(SERVED_TAG) :])
+                    break
+        return [_result(spec, code, plugin, timeout)
+                for spec, code, (_, plugin) in zip(specs, codes, jobs)]
+
+
+def _result(spec: dict[str, Any], code: Any, plugin: bool, timeout: float
+            ) -> tuple[list[Result] | None, str]:
+    with open(spec["out"]) as f:
+        stdout = f.read()
+    with open(spec["err"]) as f:
+        stderr = f.read()
+    if code == "timeout":
+        return None, f"timed out after {timeout:.0f} s\n{stderr[-3000:]}"
     value = None
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith(RESULT_TAG):
             value = json.loads(line[len(RESULT_TAG) :])
-    if value is None or proc.returncode != 0:
-        return None, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    if value is None or code != 0:
+        return None, f"exit {code}\n{stderr[-3000:]}"
     if value["plugin"] != plugin:
         raise RuntimeError(
             f"runner.py reported plugin={value['plugin']} where {plugin} was asked: is "
             "torch_npu_pinpool installed (PYTHONPATH) in this environment?"
         )
     return value["programs"], ""
+
+
+def run_batch(
+    programs: list[Program], plugin: bool, timeout: float = 900.0
+) -> tuple[list[Result] | None, str]:
+    """Run ``programs`` in one process: (per-program results, or None if the process did not
+    report; the tail of its stderr)."""
+    return run_jobs([(programs, plugin)], timeout)[0]
 
 
 def batches(programs: list[Program], size: int) -> list[list[Program]]:
@@ -85,21 +164,27 @@ def batches(programs: list[Program], size: int) -> list[list[Program]]:
 
 
 def run_pair(
-    programs: list[Program], timeout: float = 900.0
+    programs: list[Program], timeout: float = 900.0, jobs: int = 1
 ) -> list[tuple[Result | None, Result | None, str]]:
     """Each program's (plugin result, native result, crash note), batch by batch as given
-    (one process per mode); a batch that crashed is rerun one program per process."""
+    (one process per mode; both at once with ``jobs=2``); a batch that crashed is rerun one
+    program per process."""
     out: dict[int, list[Any]] = {i: [None, None, ""] for i in range(len(programs))}
-    for slot, plugin in ((0, True), (1, False)):
-        results, err = run_batch(programs, plugin, timeout)
+    modes = ((0, True), (1, False))
+    if jobs > 1:
+        ran = run_jobs([(programs, plugin) for _, plugin in modes], timeout)
+    else:
+        ran = [run_batch(programs, plugin, timeout) for _, plugin in modes]
+    for (slot, plugin), (results, err) in zip(modes, ran):
+        who = "plugin" if plugin else "native"
         if results is None and len(programs) > 1:
             for i, p in enumerate(programs):
                 one, err1 = run_batch([p], plugin, timeout)
                 out[i][slot] = one[0] if one else None
                 if one is None:
-                    out[i][2] += f"[{'plugin' if plugin else 'native'}] {err1}"
+                    out[i][2] += f"[{who}] {err1}"
         elif results is None:
-            out[0][2] += f"[{'plugin' if plugin else 'native'}] {err}"
+            out[0][2] += f"[{who}] {err}"
         else:
             for i, r in enumerate(results):
                 out[i][slot] = r

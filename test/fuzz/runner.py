@@ -7,12 +7,15 @@ Run by path, like test/scenarios/*.py, once with the plugin and once natively::
     TORCH_NPU_PINPOOL=0 python test/fuzz/runner.py PROGRAMS.json    # torch_npu's own allocator
 
 PROGRAMS.json holds one program or a list (``PINPOOL_FUZZ_PROGRAMS`` names it when argv does
-not). Several programs run in sequence to amortise the interpreter's and torch_npu's start-up;
-between them every graph is reset, every tensor dropped, the stream synchronized and
-``host_empty_cache()`` called. A program with late activation or ``alloc_conf`` must be alone:
-this runner controls the import order itself (PYTORCH_NPU_ALLOC_CONF is set before torch_npu is
-imported, and the plugin - through test/scenarios/_lib/scenario.py - is imported at the ``activate``
-step, or at once for ``activation: "import"``).
+not). Several programs run in sequence to amortise the process's start-up; between them every
+graph is reset, every tensor dropped, the stream synchronized and ``host_empty_cache()`` called.
+A program with late activation or ``alloc_conf`` must be alone: the process's first program
+decides when the plugin - through test/scenarios/_lib/scenario.py - is imported (at its
+``activate`` step, else before it starts) and PYTORCH_NPU_ALLOC_CONF (set before the device
+allocator starts).
+
+``python test/fuzz/runner.py --serve`` is the fork server execute.py runs (Note [Fork server]):
+it imports torch and torch_npu once and forks a child per job line on stdin.
 
 Per program the report holds, per step: ``pins`` and ``bytes`` (runtime pins and pinned bytes
 live, simulator counters, relative to the program's start), ``graphs`` (graphs of the program
@@ -41,41 +44,30 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scenarios"))
 from _lib import simctl  # noqa: E402  (no torch import: the order below is this file's)
 
 
-def _load() -> list[dict[str, Any]]:
-    path = sys.argv[1] if len(sys.argv) > 1 else os.environ["PINPOOL_FUZZ_PROGRAMS"]
+def _load(path: str) -> list[dict[str, Any]]:
     with open(path) as f:
         data = json.load(f)
     return data if isinstance(data, list) else [data]
 
 
-PROGRAMS = _load()
-LATE = any(p.get("activation", "import") != "import" for p in PROGRAMS)
-CONF = {p.get("alloc_conf") or "" for p in PROGRAMS}
-if (LATE or CONF != {""}) and len(PROGRAMS) != 1:
-    raise SystemExit("runner: a program with late activation or alloc_conf must run alone")
-if CONF != {""}:
-    os.environ["PYTORCH_NPU_ALLOC_CONF"] = CONF.pop()
-
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch_npu  # noqa: E402
 
-torch.npu.set_device(0)
+# The imports' objects are never garbage: out of the collector's sight, the gc.collect() between
+# programs takes milliseconds instead of half a second (and a forked child shares their pages).
+gc.freeze()
 scenario: Any = None  # test/scenarios/_lib/scenario.py, imported = the plugin activated
 PROBE = 64  # bytes read back from each end of a copy's destination
+SERVED_TAG = "PINPOOL_SERVED:"
 
 
 def activate() -> None:
     global scenario
     if scenario is None:
-        # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
-        from _lib import scenario as imported
+        from _lib import scenario as imported  # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
 
         scenario = imported
-
-
-if not LATE:
-    activate()
 
 
 def npu_version() -> tuple[int, int]:
@@ -347,9 +339,25 @@ class Run:
         host_empty_cache()
 
 
-def main() -> None:
+def begin(programs: list[dict[str, Any]]) -> None:
+    """What the process does before its first program: PYTORCH_NPU_ALLOC_CONF before the device
+    allocator starts (at ``set_device``), the plugin unless a program activates it late."""
+    late = any(p.get("activation", "import") != "import" for p in programs)
+    conf = {p.get("alloc_conf") or "" for p in programs}
+    if (late or conf != {""}) and len(programs) != 1:
+        raise SystemExit("runner: a program with late activation or alloc_conf must run alone")
+    if conf != {""}:
+        os.environ["PYTORCH_NPU_ALLOC_CONF"] = conf.pop()
+    torch.npu.set_device(0)
+    if not late:
+        activate()
+
+
+def run_programs(programs: list[dict[str, Any]]) -> None:
+    """Run ``programs`` in this process and report their results."""
+    begin(programs)
     results = []
-    for program in PROGRAMS:
+    for program in programs:
         run = Run(program)
         t0 = time.perf_counter()
         try:
@@ -368,6 +376,61 @@ def main() -> None:
             "programs": results,
         }
     )
+
+
+# Note [Fork server]
+# Importing torch and torch_npu is most of a fuzz process's cost (~5 s of CPU on this project's
+# machines; a program's steps take tenths of a second), so ``--serve`` imports them once and
+# forks a child per job. Up to the fork the server has set no device, created no stream and
+# imported no plugin: the runtime and both allocators start in the child, after it has set its
+# own environment (TORCH_NPU_PINPOOL, PYTORCH_NPU_ALLOC_CONF), as in a fresh process - only the
+# import order differs (PYTORCH_NPU_ALLOC_CONF is read when the device allocator starts, not
+# at import). The child exits the normal way, so exit-time crashes still count.
+# PINPOOL_FUZZ_FORK=0 (execute.py) runs every job in a fresh interpreter instead.
+def serve() -> None:
+    """Per line on stdin (a JSON list of jobs: ``programs``, ``out``, ``err`` paths, ``env``
+    to set, ``timeout`` s), run each job in a forked child, all at once; print a line
+    ``SERVED_TAG`` + the JSON list of their exit codes (``"timeout"``: killed at its deadline;
+    torch_npu's import prints on stdout too)."""
+    for line in sys.stdin:
+        jobs = json.loads(line)
+        pids = [spawn(job) for job in jobs]
+        deadline = time.monotonic() + max(job["timeout"] for job in jobs)
+        codes: dict[int, Any] = {}
+        while len(codes) < len(pids):
+            for pid in set(pids) - set(codes):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                for pid in set(pids) - set(codes):
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    codes[pid] = "timeout"
+            time.sleep(0.005)
+        print(SERVED_TAG + json.dumps([codes[pid] for pid in pids]), flush=True)
+
+
+def spawn(job: dict[str, Any]) -> int:
+    """Fork a child that runs ``job`` and exits; the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    for fd, path in ((1, job["out"]), (2, job["err"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    os.environ.update(job["env"])
+    run_programs(_load(job["programs"]))
+    sys.exit(0)  # the normal exit: atexit handlers and destructors run as in a fresh process
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        path = sys.argv[1] if len(sys.argv) > 1 else os.environ["PINPOOL_FUZZ_PROGRAMS"]
+        run_programs(_load(path))
 
 
 main()

@@ -237,11 +237,12 @@ FUZZ_HEADER = """
 Long runs of issue 47's differential fuzzer ([test/fuzz/README.md](../test/fuzz/README.md)):
 each program run with the plugin and natively (`TORCH_NPU_PINPOOL=0`) and compared step by step,
 recorded by `python test/fuzz/cli.py ... --record ci/results/fuzz`. "failed" lists the failing
-seeds and their first check; "skipped", programs whose native run did not complete.
+seeds and their first check; "skipped", programs whose native run did not complete; "steps",
+the step budget of a program.
 
-| pair | torch | torch_npu | seeds | steps | programs | failed | skipped | wall time | commit | date | command |
-|---|---|---|---|---|---|---|---|---|---|---|---|
 """
+FUZZ_COLUMNS = ("pair", "torch", "torch_npu", "seeds", "steps", "programs", "failed", "skipped",
+                "wall time", "commit", "date", "command")
 
 
 def load_fuzz(dirs: list[Path]) -> list[dict[str, object]]:
@@ -264,6 +265,7 @@ def fuzz_section(records: list[dict[str, object]]) -> list[str]:
     if not records:
         return []
     out = FUZZ_HEADER.splitlines()
+    out += ["| " + " | ".join(FUZZ_COLUMNS) + " |", "|" + "---|" * len(FUZZ_COLUMNS)]
     for r in sorted(records, key=lambda r: (tuple(-x for x in _pair_key(str(r["pair"]))),
                                             str(r["seeds"]))):
         failed = f"{r['failed']} ({', '.join(map(str, r['failures']))})" if r["failed"] else "0"

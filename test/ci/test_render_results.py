@@ -201,3 +201,26 @@ def test_upstream_record_and_section(tmp_path):
     ]
     assert "2. one skip: no CANN version" in section
     assert "## Upstream tests" not in render_results.render([tmp_path / "none"], pairs=["2.10"])
+
+
+def test_fuzz_record_and_section(tmp_path, monkeypatch):
+    """A long fuzz run's record (test/fuzz/cli.py --record) becomes a row of the page's
+    "Differential fuzzer" section: seeds, programs, failing seeds with their first check."""
+    sys.path.insert(0, str(REPO / "test"))
+    from fuzz import cli, compare
+
+    monkeypatch.setenv("PINPOOL_PAIR", "2.10")
+    args = cli.argparse.Namespace(program=[], seed=None, seeds="0-2", budget=24,
+                                  record=str(tmp_path / "results" / "fuzz"))
+    rows = [{"seed": 0, "verdict": "pass", "failures": []},
+            {"seed": 1, "verdict": "FAIL", "failures": [compare.Failure("pins", 3, "2 > 1")]},
+            {"seed": 2, "verdict": "skip", "failures": []}]
+    path = cli.record(args, ["--seeds", "0-2", "--record", "DIR"], rows, 125.0)
+    assert path.endswith("fuzz-2.10-0-2.json")
+    page = render_results.render([tmp_path / "results"], pairs=["2.10"])
+    section = page.split("## Differential fuzzer", 1)[1].splitlines()
+    (row,) = [line for line in section if line.startswith("| 2.10")]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[3:9] == ["0-2", "24", "3", "1 (1: pins)", "1", "2 min"], cells
+    assert cells[-1] == "`python test/fuzz/cli.py --seeds 0-2 --record DIR`"
+    assert "## Differential fuzzer" not in render_results.render([tmp_path / "x"], pairs=["2.10"])

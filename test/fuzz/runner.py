@@ -1,4 +1,4 @@
-"""Executes fuzz programs (test/fuzz/program.py) in this fresh interpreter and reports what each
+"""Executes fuzz programs (test/fuzz/program.py) in this process and reports what each
 step observably did: one ``PINPOOL_RESULT:<json>`` line at the end (``scenario.report()``).
 
 Run by path, like test/scenarios/*.py, once with the plugin and once natively::

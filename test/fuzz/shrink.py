@@ -146,8 +146,9 @@ REPRO = '''#!/usr/bin/env python
 
 Seed @SEED@, check @CHECK@: @MESSAGE@
 
-Runs the program below with the plugin and natively (TORCH_NPU_PINPOOL=0), each in a fresh
-interpreter through test/fuzz/runner.py, and prints the difference; exit 1 while it fails.
+Runs the program below with the plugin and natively (TORCH_NPU_PINPOOL=0), each in its own
+process through test/fuzz/runner.py (PINPOOL_FUZZ_FORK=0: a fresh interpreter, not a child of
+the fork server), and prints the difference; exit 1 while it fails.
 Run it in a simulator env with the plugin importable, from anywhere:
 
     source ci/sim-env.sh PAIR && python @PATH@

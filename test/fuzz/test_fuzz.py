@@ -74,7 +74,7 @@ _regression_failures: dict[str, list[str]] = {}
 
 def _run_regressions() -> dict[str, list[str]]:
     """Every regression program, run once per session in as few process pairs as it takes
-    (late-activation ones alone): each process costs the torch_npu start-up."""
+    (late-activation ones alone): each process costs a fork and an exit (~1 s)."""
     if not _regression_failures:
         named = _regressions()
         names = {id(p): name for name, p in named.items()}

@@ -173,19 +173,25 @@ repository's checkout (`+changes`: with uncommitted edits).
 """
 
 
-def load_upstream(dirs: list[Path]) -> list[dict[str, object]]:
-    """The upstream records in each directory's ``upstream/``; one per file name (the newest)."""
+def load_records(dirs: list[Path], kind: str, fields: tuple[str, ...]) -> list[dict[str, object]]:
+    """The records of ``kind`` in each directory's ``kind/`` subdirectory (``upstream``,
+    ``fuzz``); one per file name (the newest)."""
     found: dict[str, dict[str, object]] = {}
     for directory in dirs:
-        sub = directory / "upstream"
+        sub = directory / kind
         for path in sorted(sub.glob("*.json")) if sub.is_dir() else []:
             data = json.loads(path.read_text())
-            missing = [f for f in UPSTREAM_FIELDS if f not in data]
-            if missing or data["kind"] != "upstream":
-                raise SystemExit(f"render_results: {path} is not an upstream record ({missing})")
+            missing = [f for f in fields if f not in data]
+            if missing or data["kind"] != kind:
+                raise SystemExit(f"render_results: {path} is not a {kind} record ({missing})")
             if path.name not in found or str(data["date"]) > str(found[path.name]["date"]):
                 found[path.name] = data
     return list(found.values())
+
+
+def load_upstream(dirs: list[Path]) -> list[dict[str, object]]:
+    """The upstream records in each directory's ``upstream/``."""
+    return load_records(dirs, "upstream", UPSTREAM_FIELDS)
 
 
 def _counts(c: dict[str, object]) -> str:
@@ -245,21 +251,6 @@ FUZZ_COLUMNS = ("pair", "torch", "torch_npu", "seeds", "steps", "programs", "fai
                 "wall time", "commit", "date", "command")
 
 
-def load_fuzz(dirs: list[Path]) -> list[dict[str, object]]:
-    """The fuzzer's records in each directory's ``fuzz/``; one per file name (the newest)."""
-    found: dict[str, dict[str, object]] = {}
-    for directory in dirs:
-        sub = directory / "fuzz"
-        for path in sorted(sub.glob("*.json")) if sub.is_dir() else []:
-            data = json.loads(path.read_text())
-            missing = [f for f in FUZZ_FIELDS if f not in data]
-            if missing or data["kind"] != "fuzz":
-                raise SystemExit(f"render_results: {path} is not a fuzz record ({missing})")
-            if path.name not in found or str(data["date"]) > str(found[path.name]["date"]):
-                found[path.name] = data
-    return list(found.values())
-
-
 def fuzz_section(records: list[dict[str, object]]) -> list[str]:
     """The section's lines: a row per record, newest pair first."""
     if not records:
@@ -287,7 +278,7 @@ def render(
         builds = npu_builds() if pairs is None else []
     body = rows(summaries, all_pairs() if pairs is None else pairs, builds)
     upstream = upstream_section(load_upstream(dirs))
-    fuzz = fuzz_section(load_fuzz(dirs))
+    fuzz = fuzz_section(load_records(dirs, "fuzz", FUZZ_FIELDS))
     return HEADER + "\n".join(body + upstream + fuzz) + "\n"
 
 

@@ -19,8 +19,9 @@ it imports torch and torch_npu once and forks a child per job line on stdin.
 
 Per program the report holds, per step: ``pins`` and ``bytes`` (runtime pins and pinned bytes
 live, simulator counters, relative to the program's start), ``graphs`` (graphs of the program
-alive after the step), ``ms`` (wall time of a ``host_empty_cache()`` step), ``settings`` (c10's
-allocator settings string where torch has ``_accelerator_getAllocatorSettings``), ``oversize``
+alive after the step), ``ms`` (wall time of a ``host_empty_cache()`` step) and ``runq_ms`` (of
+it, the time the thread waited on the run queue for a CPU), ``settings`` (c10's allocator
+settings string where torch has ``_accelerator_getAllocatorSettings``), ``oversize``
 (device oversize allocations a ``dev_alloc`` step made) and ``err`` (the exception's type and
 first line; the program stops there). ``copies`` lists every copy: the step that made it, what
 it should have delivered (``expect``: the byte last written before it) and the distinct byte
@@ -89,6 +90,15 @@ def allocator_settings() -> str | None:
 
 def oversize() -> int:
     return int(torch.npu.memory_stats().get("oversize_allocations.allocated", 0))
+
+
+def run_queue_ms() -> float:
+    """Milliseconds this thread has been runnable but waiting for a CPU (other processes ran)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e6
+    except OSError:  # no schedstat: count it all as the call's own time
+        return 0.0
 
 
 def short(e: BaseException) -> dict[str, str]:
@@ -172,9 +182,10 @@ class Run:
         elif op == "sync":
             obs["copies"] = len(self.settle())
         elif op == "empty_cache":
-            t0 = time.perf_counter()
+            t0, q0 = time.perf_counter(), run_queue_ms()
             host_empty_cache()
             obs["ms"] = round((time.perf_counter() - t0) * 1000, 3)
+            obs["runq_ms"] = round(run_queue_ms() - q0, 3)
         elif op == "capture":
             self.capture(step, obs)
         elif op == "replay":

@@ -12,7 +12,9 @@ Checks (``CHECKS``):
   the steps both ran. One exception: a capture of a strided view of a pinned tensor, which
   torch_npu refuses (it stages the view through pageable memory: runtime error 107000) and the
   plugin runs (Note [Strided pinned copies in capture]). There the plugin's run goes on alone,
-  and every copy it makes from that step on must deliver the bytes written before it.
+  and every copy it makes from that step on must deliver the bytes written before it; pins and
+  pinned bytes are compared up to the step before (native did not do the step: the plugin's
+  staging block has no native counterpart).
 * ``bytes_delivered`` - every copy (H2D, alias, thread, DataLoader, replay) delivered the bytes
   last written before it, where native delivered them too.
 * ``bytes_where_native_wrong`` - where native itself delivered other bytes (torch_npu <= 2.10
@@ -187,10 +189,11 @@ def compare(
                                  f"plugin delivered {c['got']}, native {nc['got']} (written: "
                                  f"{c['expect']})"))
 
-    # pins, pinned bytes
+    # pins, pinned bytes: over the steps both did (not a capture native refused)
     pin_fail = byte_fail = None
     comparable = timing_free(program)
-    for i in range(ran):
+    both = ran if alone is None else alone
+    for i in range(both):
         p, n = p_steps[i], n_steps[i]
         pins_ok, bytes_ok = comparable[i]
         slack = size_classes(program, i)
@@ -202,12 +205,12 @@ def compare(
             byte_fail = Failure("pinned_bytes", i, f"after {_op(program, i)}: plugin "
                                 f"{_mib(p['bytes'])} pinned, native {_mib(n['bytes'])}")
     if pin_fail is not None:
-        p_peak = max(s["pins"] for s in p_steps[:ran])
-        n_peak = max(s["pins"] for s in n_steps[:ran])
+        p_peak = max(s["pins"] for s in p_steps[:both])
+        n_peak = max(s["pins"] for s in n_steps[:both])
         pin_fail.message += f"; at the end {p_peak} against {n_peak}"
         fails.append(pin_fail)
     if byte_fail is not None:
-        idle = [i for i in range(ran) if p_steps[i]["graphs"] == 0 and n_steps[i]["graphs"] == 0
+        idle = [i for i in range(both) if p_steps[i]["graphs"] == 0 and n_steps[i]["graphs"] == 0
                 and comparable[i][1]]
         p_peak = max(p_steps[i]["bytes"] for i in idle)
         n_peak = max(n_steps[i]["bytes"] for i in idle)

@@ -118,10 +118,7 @@ def run_jobs(jobs: list[Job], timeout: float = 900.0) -> list[tuple[list[Result]
 
 def _result(spec: dict[str, Any], code: Any, plugin: bool, timeout: float
             ) -> tuple[list[Result] | None, str]:
-    with open(spec["out"]) as f:
-        stdout = f.read()
-    with open(spec["err"]) as f:
-        stderr = f.read()
+    stdout, stderr = (_read(spec[k]) for k in ("out", "err"))
     if code == "timeout":
         return None, f"timed out after {timeout:.0f} s\n{stderr[-3000:]}"
     value = None
@@ -136,6 +133,15 @@ def _result(spec: dict[str, Any], code: Any, plugin: bool, timeout: float
             "torch_npu_pinpool installed (PYTHONPATH) in this environment?"
         )
     return value["programs"], ""
+
+
+def _read(path: str) -> str:
+    """A child's output file ("" if it never started: the fork server died)."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 def run_batch(

@@ -215,7 +215,7 @@ def test_fuzz_record_and_section(tmp_path, monkeypatch):
     rows = [{"seed": 0, "verdict": "pass", "failures": []},
             {"seed": 1, "verdict": "FAIL", "failures": [compare.Failure("pins", 3, "2 > 1")]},
             {"seed": 2, "verdict": "skip", "failures": []}]
-    path = cli.record(args, ["--seeds", "0-2", "--record", "DIR"], rows, 125.0)
+    path = cli.record(args, ["--seeds", "0-2", "--record", "DIR"], rows, 125.0, "0123abc")
     assert path.endswith("fuzz-2.10-0-2.json")
     page = render_results.render([tmp_path / "results"], pairs=["2.10"])
     section = page.split("## Differential fuzzer", 1)[1].splitlines()

@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
         return 0
 
+    commit = _commit()  # the code that runs (a long run outlives later commits)
     t0 = time.monotonic()
     rows = run_programs(programs, args.batch, args.time_bound_ms, ignore=tuple(args.ignore),
                         jobs=args.jobs)
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dump([{"seed": r["seed"], "verdict": r["verdict"],
                         "failures": [str(x) for x in r["failures"]]} for r in rows], f, indent=1)
     if args.record:
-        print(f"recorded: {record(args, argv, rows, seconds)}")
+        print(f"recorded: {record(args, argv, rows, seconds, commit)}")
     return 1 if failed else 0
 
 
@@ -156,7 +157,7 @@ def _commit() -> str:
 
 
 def record(args: argparse.Namespace, argv: list[str] | None, rows: list[dict[str, Any]],
-           seconds: float) -> str:
+           seconds: float, commit: str) -> str:
     """Write the run's summary (``kind: fuzz``) into ``args.record``; returns its path."""
     pair = os.environ.get("PINPOOL_PAIR", "?")
     seeds = "programs" if args.program else args.seeds if args.seed is None else str(args.seed)
@@ -168,7 +169,7 @@ def record(args: argparse.Namespace, argv: list[str] | None, rows: list[dict[str
         "skipped": sum(r["verdict"] == "skip" for r in rows),
         "failures": [f"{r['seed']}: {compare.first_check(r['failures'])}" for r in rows
                      if r["verdict"] == "FAIL"],
-        "seconds": round(seconds), "commit": _commit(),
+        "seconds": round(seconds), "commit": commit,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "command": "python test/fuzz/cli.py " + " ".join(sys.argv[1:] if argv is None else argv),
     }

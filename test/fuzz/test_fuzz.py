@@ -25,7 +25,7 @@ from fuzz.program import Program, generate, show
 
 pytestmark = pytest.mark.simulator
 
-FIXED_SEEDS = "0-23"  # ~3 minutes per pair on 2 cores
+FIXED_SEEDS = "0-23"  # with the regressions ~1 minute per pair on 2 cores (fork server)
 BUDGET = 24
 BATCH = 12  # programs per process: 2 processes per mode for the fixed budget
 REGRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "regressions")

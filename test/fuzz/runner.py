@@ -66,7 +66,8 @@ SERVED_TAG = "PINPOOL_SERVED:"
 def activate() -> None:
     global scenario
     if scenario is None:
-        from _lib import scenario as imported  # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
+        # imports the plugin: activates unless TORCH_NPU_PINPOOL=0
+        from _lib import scenario as imported
 
         scenario = imported
 

@@ -75,6 +75,7 @@ struct PinBlock : at::HostBlock<Stream> {
   // Under mutex_: entries in unfinished graphs' `blocks`, and the graph that listed it last.
   uint32_t graph_uses_{0};
   uint64_t last_user_{0};
+  bool emptied_{false};  // Note [Emptied while graphs held it]
 };
 
 // Note [Eager-use fences]
@@ -185,7 +186,7 @@ class PinPoolHostAllocatorImpl final
 
   // graph_pools.cpp
   std::vector<PoolInfo> pool_info();
-  const char* block_state(const void* ptr);  // null if no block of ours holds `ptr`
+  const char* block_state(const void* ptr);     // null if no block of ours holds `ptr`
   void process_pending(bool own_pass = false);  // Note [Replay fences]; never waits
 
  private:
@@ -238,6 +239,8 @@ class PinPoolHostAllocatorImpl final
   void graph_replays_over_locked(CapturedGraph* graph, GivenBack& out);
   void update_pending_locked();
   void process_pending_pass();
+  void mark_graph_held_emptied();
+  void give_back_emptied();
   void settle_eager_freed(GivenBack& out);
   void retire_completed_fences(GivenBack& out);
   void fence_dead_graphs(GivenBack& out);
@@ -258,6 +261,9 @@ class PinPoolHostAllocatorImpl final
 
   std::atomic<int> captures_underway_{0};  // capturing_.size()
   std::atomic<int> pending_{0};            // unfenced_ + fences_ + pending_blocks_
+  // Note [Emptied while graphs held it]: the caches a flagged block went back to since.
+  enum : int { kEmptyNative = 1, kEmptyBase = 2 };
+  std::atomic<int> emptied_given_back_{0};
 
   // Note [Lock order]
   // ~~~~~~~~~~~~~~~~~

@@ -2,6 +2,7 @@
 #include <c10/util/llvmMathExtras.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/large_blocks.h"
 #include "core/pin_pool_allocator.h"
@@ -88,6 +89,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
       PinBlock* block = *fits;
       free_list.erase(fits);
       block->set_state(BlockState::kInUse);
+      block->emptied_ = false;  // reused: native would have pinned it anew
       pool.blocks_in_use++;
       pool.bytes_in_use += block->size_;
       own_stats_.handed_out(block->size_);
@@ -109,29 +111,32 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
 
 // A pool block, a kGraphUsed block, or any block freed while a capture is underway.
 void PinPoolHostAllocatorImpl::free_under_lock(PinBlock* block) {
-  GivenBack out;  // dies last, with no lock of ours held
-  UseFence fence(block);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (observer_ != nullptr) {
-      observer_->freed(block->ptr_, block->size_, block->pool_ != nullptr);
+    GivenBack out;  // dies with no lock of ours held
+    UseFence fence(block);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (observer_ != nullptr) {
+        observer_->freed(block->ptr_, block->size_, block->pool_ != nullptr);
+      }
+      if (block->pool_ != nullptr) {
+        block->pool_->blocks_in_use--;
+        block->pool_->bytes_in_use -= block->size_;
+        own_stats_.freed(block->size_);
+      }
+      if (fence.empty()) {
+        free_or_graph_owned_locked(block, out);
+      } else {
+        block->set_state(BlockState::kAwaitingCopies);
+        pending_blocks_.emplace_back(block, std::move(fence));
+        update_pending_locked();
+      }
     }
-    if (block->pool_ != nullptr) {
-      block->pool_->blocks_in_use--;
-      block->pool_->bytes_in_use -= block->size_;
-      own_stats_.freed(block->size_);
-    }
-    if (fence.empty()) {
-      free_or_graph_owned_locked(block, out);
-    } else {
-      block->set_state(BlockState::kAwaitingCopies);
-      pending_blocks_.emplace_back(block, std::move(fence));
-      update_pending_locked();
+    for (PinBlock* b : out.base_frees) {
+      free_eager(b);
     }
   }
-  for (PinBlock* b : out.base_frees) {
-    free_eager(b);
-  }
+  give_back_emptied();  // after `out` gave its blocks back
 }
 
 // Its tensor died and its eager copies ran (Note [Block states]).
@@ -143,6 +148,9 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
   block->set_state(BlockState::kFree);
   GraphPool* pool = block->pool_;
   if (pool == nullptr) {
+    if (std::exchange(block->emptied_, false)) {
+      emptied_given_back_.fetch_or(kEmptyBase, std::memory_order_relaxed);
+    }
     out.base_frees.push_back(block);
     return;
   }
@@ -157,8 +165,49 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
   }
 }
 
+// Note [Emptied while graphs held it]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch_npu's host_empty_cache() unpins a block whose tensor died though a live graph still
+// replays from it: a default-pool block (any version), and a captured one without host pools
+// (<= 2.10). We keep such a block (kGraphOwned, or free in a live pool) for its graphs, and flag
+// it; when its last graph is gone and it is given back (a pool's into torch_npu's cache, as every
+// block of ours; a default-pool one into ATen's free list), that cache is emptied: the user's
+// empty_cache takes effect then, and no graph's death leaves more pinned than native's did.
+void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
+  constexpr bool kNativeUnpinsCaptured = !PINPOOL_HAS_ATEN_HOST_POOLS;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (GraphPool* pool : kNativeUnpinsCaptured ? pools_ : std::vector<GraphPool*>{}) {
+    for (auto& list : pool->free_blocks) {
+      for (PinBlock* block : list) {
+        block->emptied_ = true;
+      }
+    }
+  }
+  for (auto& [handle, graph] : graphs_) {
+    for (PinBlock* block : graph->blocks) {
+      if (block->state() == BlockState::kGraphOwned &&
+          (block->pool_ == nullptr || kNativeUnpinsCaptured)) {
+        block->emptied_ = true;
+      }
+    }
+  }
+}
+
+void PinPoolHostAllocatorImpl::give_back_emptied() {
+  const int what = emptied_given_back_.exchange(0, std::memory_order_relaxed);
+  if (what & kEmptyBase) {
+    Base::empty_cache();  // a default-pool block: it went back to ATen's free list
+  }
+  if (what != 0) {
+    native_->empty_cache();  // our DataPtrs died before: no lock of ours is held
+  }
+}
+
 void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released) {
   GraphPool* pool = block->pool_;
+  if (block->emptied_) {
+    emptied_given_back_.fetch_or(kEmptyNative, std::memory_order_relaxed);
+  }
   pool->blocks--;
   pool->bytes_held -= block->size_;
   released.push_back(take_raw(block->ptr_));
@@ -230,6 +279,7 @@ void PinPoolHostAllocatorImpl::process_pending(bool own_pass) {
     }
     serial.unlock();
     if (!process_again_.load()) {
+      give_back_emptied();
       return;
     }
   }

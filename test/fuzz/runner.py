@@ -334,6 +334,7 @@ class Run:
         out["copies"] = self.copies
         out["settings_end"] = allocator_settings()
         out["active"] = bool(scenario is not None and scenario.PLUGIN)
+        out["host_pools"] = npu_version() >= (2, 11)  # compare.graph_slack
         return out
 
     def cleanup(self) -> None:

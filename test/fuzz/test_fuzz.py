@@ -38,6 +38,8 @@ KEPT_SEEDS = {
     "seed48_three_large": (48, ["pinned_bytes"]),
     "seed14_hookless_graph_reset": (14, ["bytes_delivered"]),
     "seed5_late_activation": (5, ["settings", "device_oversize"]),
+    "seed86_empty_cache_while_graph_held": (86, ["pinned_bytes"]),
+    "seed1879_free_after_copy": (1879, ["pinned_bytes"]),
 }
 
 def _failures(programs: list[Program]) -> list[str]:

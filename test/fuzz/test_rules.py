@@ -160,3 +160,37 @@ def test_a_staged_view_of_memory_pinned_before_activation_must_be_refused() -> N
     native = _staged_view_obs(prog, native=True)
     verdict, fails = compare.compare(prog, _staged_view_obs(prog, native=False), native)
     assert verdict == "FAIL" and [f.check for f in fails] == ["errors_match"]
+
+
+def test_free_of_a_copied_tensor_and_reset_of_a_replayed_graph_are_in_flight() -> None:
+    """Both allocators record an event at such a free (the plugin a fence at such a reset) and
+    reuse the block once it completed: a host_empty_cache() right after is timing, one after a
+    sync is not. A reset of a graph never replayed gives its blocks back at once: compared."""
+    prog = {"steps": [
+        {"op": "pin", "id": "t0", "nbytes": 4096, "value": 1},
+        {"op": "h2d", "id": "t0"},
+        {"op": "sync"},
+        {"op": "free", "id": "t0"},
+        {"op": "empty_cache"},
+        {"op": "sync"},
+        {"op": "empty_cache"},
+        {"op": "reset", "gid": "g0"},
+        {"op": "replay", "gid": "g1"},
+        {"op": "sync"},
+        {"op": "reset", "gid": "g1"},
+    ]}
+    bytes_ok = [b for _, b in compare.timing_free(prog)]
+    assert bytes_ok == [True, True, True, True, False, False, True, True, True, True, False]
+
+
+def test_captures_without_host_pools_allow_one_pin_each() -> None:
+    prog = {"steps": [
+        {"op": "capture", "gid": "g0", "pool": "private", "hooks": True, "nbytes": 4096,
+         "value": 1, "src": "inside"},
+        {"op": "pin", "id": "t0", "nbytes": 4096, "value": 2},
+    ]}
+    native = _obs([0, 1], [0, 0], graphs=[1, 1])
+    plugin = _obs([1, 2], [0, 0], graphs=[1, 1])
+    assert compare.compare(prog, plugin, {**native, "host_pools": False})[0] == "pass"
+    verdict, fails = compare.compare(prog, plugin, {**native, "host_pools": True})
+    assert [(f.check, f.step) for f in fails] == [("pins", 0)]

@@ -282,8 +282,9 @@ def _numbered(copies: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _ms(obs: dict[str, Any]) -> float:
-    """A ``host_empty_cache()`` step's time: wall less run-queue wait (``empty_cache_time``)."""
-    return obs["ms"] - obs.get("runq_ms", 0.0)
+    """A ``host_empty_cache()`` step's time: wall less run-queue wait (``empty_cache_time``),
+    never below 0 (a schedstat read that lagged a preemption cannot make a run look faster)."""
+    return max(0.0, obs["ms"] - obs.get("runq_ms", 0.0))
 
 
 def first_check(failures: list[Failure]) -> str:

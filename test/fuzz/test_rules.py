@@ -194,3 +194,16 @@ def test_captures_without_host_pools_allow_one_pin_each() -> None:
     assert compare.compare(prog, plugin, {**native, "host_pools": False})[0] == "pass"
     verdict, fails = compare.compare(prog, plugin, {**native, "host_pools": True})
     assert [(f.check, f.step) for f in fails] == [("pins", 0)]
+
+
+def test_empty_cache_time_is_never_negative() -> None:
+    """Seeds 74 and 102 on 2.10 under load: native's run-queue wait, read after a preemption,
+    exceeded its wall time (-242 ms), and a 28 ms plugin call failed the +250 ms bound."""
+    prog = {"steps": [{"op": "empty_cache"}]}
+    plugin, native = _obs([0], [0]), _obs([0], [0])
+    plugin["steps"][0].update(ms=1278.7, runq_ms=1250.5)
+    native["steps"][0].update(ms=1411.4, runq_ms=1654.0)
+    assert compare.compare(prog, plugin, native)[0] == "pass"
+    plugin["steps"][0].update(runq_ms=1000.0)
+    verdict, fails = compare.compare(prog, plugin, native)
+    assert [(f.check, f.step) for f in fails] == [("empty_cache_time", 0)]

@@ -53,13 +53,13 @@ class LargeBlocks {
 
  private:
   struct SizeClass {
-    int blocks{0};       // live, awaiting copies or idle
-    bool full{false};    // pins 2^c only
-    bool exact{false};   // holds a block smaller than 2^c (at most one)
+    int blocks{0};      // live, awaiting copies or idle
+    bool full{false};   // pins 2^c only
+    bool exact{false};  // holds a block smaller than 2^c (at most one)
   };
   void uncount_locked(PinBlock* block);
 
-  std::mutex mutex_;  // never held across a runtime call
+  std::mutex mutex_;             // never held across a runtime call
   std::vector<PinBlock*> idle_;  // oldest first
   size_t idle_bytes_{0};
   std::array<SizeClass, 64> classes_{};

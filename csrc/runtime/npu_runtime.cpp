@@ -1,3 +1,5 @@
+// The NPU runtime calls the allocator makes, through torch_npu and ACL: capture status, fence
+// events (recycled per device), host functions, and whether the runtime is up.
 #include "runtime/npu_runtime.h"
 
 #include <c10/util/Exception.h>

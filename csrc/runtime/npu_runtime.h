@@ -64,5 +64,4 @@ bool event_done(Event& event);
 // Drops the completed events from the back; true when none is left.
 bool events_done(std::vector<Event>& events);
 
-
 }  // namespace torch_npu_pinpool

@@ -66,6 +66,9 @@ class Audit:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # As from a terminal: a shell that starts a job in the background with job control
+            # off (`cmd &` in a script) leaves SIGINT ignored, and Python then installs no handler.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stdout: list[str] = []

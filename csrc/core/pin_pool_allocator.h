@@ -259,11 +259,9 @@ class PinPoolHostAllocatorImpl final
   std::mutex map_mutex_;
   std::map<uintptr_t, MappedBlock> block_map_;  // Note [Block map]
 
-  std::atomic<int> captures_underway_{0};  // capturing_.size()
-  std::atomic<int> pending_{0};            // unfenced_ + fences_ + pending_blocks_
-  // Note [Emptied while graphs held it]: the caches a flagged block went back to since.
-  enum : int { kEmptyNative = 1, kEmptyBase = 2 };
-  std::atomic<int> emptied_given_back_{0};
+  std::atomic<int> captures_underway_{0};        // capturing_.size()
+  std::atomic<int> pending_{0};                  // unfenced_ + fences_ + pending_blocks_
+  std::atomic<bool> emptied_given_back_{false};  // Note [Emptied while graphs held it]
 
   // Note [Lock order]
   // ~~~~~~~~~~~~~~~~~

@@ -2,7 +2,6 @@
 #include <c10/util/llvmMathExtras.h>
 
 #include <algorithm>
-#include <utility>
 
 #include "core/large_blocks.h"
 #include "core/pin_pool_allocator.h"
@@ -148,9 +147,6 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
   block->set_state(BlockState::kFree);
   GraphPool* pool = block->pool_;
   if (pool == nullptr) {
-    if (std::exchange(block->emptied_, false)) {
-      emptied_given_back_.fetch_or(kEmptyBase, std::memory_order_relaxed);
-    }
     out.base_frees.push_back(block);
     return;
   }
@@ -167,16 +163,16 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
 
 // Note [Emptied while graphs held it]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// torch_npu's host_empty_cache() unpins a block whose tensor died though a live graph still
-// replays from it: a default-pool block (any version), and a captured one without host pools
-// (<= 2.10). We keep such a block (kGraphOwned, or free in a live pool) for its graphs, and flag
-// it; when its last graph is gone and it is given back (a pool's into torch_npu's cache, as every
-// block of ours; a default-pool one into ATen's free list), that cache is emptied: the user's
-// empty_cache takes effect then, and no graph's death leaves more pinned than native's did.
+// torch_npu <= 2.10 has no host pools: its host_empty_cache() unpins a block a capture pinned and
+// freed, though the graph still replays from it. We keep such a block (kGraphOwned, or free in a
+// live pool) for its graphs, and flag it; when its last graph is gone and its pool gives it back
+// (into torch_npu's cache, as every block of ours), that cache is emptied: the user's empty_cache
+// takes effect then, and no graph's death leaves more pinned than native's did. (A default-pool
+// block native unpins the same way, on every version, goes back to ATen's free list, which has
+// no call that frees one block: it stays cached until the next empty_cache.)
 void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
-  constexpr bool kNativeUnpinsCaptured = !PINPOOL_HAS_ATEN_HOST_POOLS;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (GraphPool* pool : kNativeUnpinsCaptured ? pools_ : std::vector<GraphPool*>{}) {
+  for (GraphPool* pool : pools_) {
     for (auto& list : pool->free_blocks) {
       for (PinBlock* block : list) {
         block->emptied_ = true;
@@ -185,8 +181,7 @@ void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
   }
   for (auto& [handle, graph] : graphs_) {
     for (PinBlock* block : graph->blocks) {
-      if (block->state() == BlockState::kGraphOwned &&
-          (block->pool_ == nullptr || kNativeUnpinsCaptured)) {
+      if (block->pool_ != nullptr && block->state() == BlockState::kGraphOwned) {
         block->emptied_ = true;
       }
     }
@@ -194,11 +189,7 @@ void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
 }
 
 void PinPoolHostAllocatorImpl::give_back_emptied() {
-  const int what = emptied_given_back_.exchange(0, std::memory_order_relaxed);
-  if (what & kEmptyBase) {
-    Base::empty_cache();  // a default-pool block: it went back to ATen's free list
-  }
-  if (what != 0) {
+  if (emptied_given_back_.exchange(false, std::memory_order_relaxed)) {
     native_->empty_cache();  // our DataPtrs died before: no lock of ours is held
   }
 }
@@ -206,7 +197,7 @@ void PinPoolHostAllocatorImpl::give_back_emptied() {
 void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released) {
   GraphPool* pool = block->pool_;
   if (block->emptied_) {
-    emptied_given_back_.fetch_or(kEmptyNative, std::memory_order_relaxed);
+    emptied_given_back_.store(true, std::memory_order_relaxed);
   }
   pool->blocks--;
   pool->bytes_held -= block->size_;

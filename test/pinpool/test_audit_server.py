@@ -26,6 +26,7 @@ from ._snippets import pair, skip_without_audit
 SCENARIOS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
 SERVER = os.path.join(SCENARIOS, "audit_server.py")
 SIGNAL_EXIT = os.path.join(SCENARIOS, "audit_signal_exit.py")
+SIGINT_DEFAULT = os.path.join(SCENARIOS, "_lib", "sigint_default.py")  # as from a terminal
 TIMEOUT_S = 600.0
 READY_S = 300.0  # a fresh interpreter importing torch_npu on a loaded 2-core machine
 NEEDS_COPY_DIRECTION = pytest.mark.skipif(
@@ -60,15 +61,13 @@ class Audit:
         full_env.pop("TORCH_NPU_PINPOOL_REPORT", None)
         full_env.update(env)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "torch_npu_pinpool", "audit", *options, "--", *program],
+            [sys.executable, SIGINT_DEFAULT, sys.executable, "-m", "torch_npu_pinpool", "audit",
+             *options, "--", *program],
             env=full_env,
             cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            # As from a terminal: a shell that starts a job in the background with job control
-            # off (`cmd &` in a script) leaves SIGINT ignored, and Python then installs no handler.
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stdout: list[str] = []

@@ -110,32 +110,29 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_in_pool(GraphPool& po
 
 // A pool block, a kGraphUsed block, or any block freed while a capture is underway.
 void PinPoolHostAllocatorImpl::free_under_lock(PinBlock* block) {
+  GivenBack out;  // dies last, with no lock of ours held
+  UseFence fence(block);
   {
-    GivenBack out;  // dies with no lock of ours held
-    UseFence fence(block);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (observer_ != nullptr) {
-        observer_->freed(block->ptr_, block->size_, block->pool_ != nullptr);
-      }
-      if (block->pool_ != nullptr) {
-        block->pool_->blocks_in_use--;
-        block->pool_->bytes_in_use -= block->size_;
-        own_stats_.freed(block->size_);
-      }
-      if (fence.empty()) {
-        free_or_graph_owned_locked(block, out);
-      } else {
-        block->set_state(BlockState::kAwaitingCopies);
-        pending_blocks_.emplace_back(block, std::move(fence));
-        update_pending_locked();
-      }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (observer_ != nullptr) {
+      observer_->freed(block->ptr_, block->size_, block->pool_ != nullptr);
     }
-    for (PinBlock* b : out.base_frees) {
-      free_eager(b);
+    if (block->pool_ != nullptr) {
+      block->pool_->blocks_in_use--;
+      block->pool_->bytes_in_use -= block->size_;
+      own_stats_.freed(block->size_);
+    }
+    if (fence.empty()) {
+      free_or_graph_owned_locked(block, out);
+    } else {
+      block->set_state(BlockState::kAwaitingCopies);
+      pending_blocks_.emplace_back(block, std::move(fence));
+      update_pending_locked();
     }
   }
-  give_back_emptied();  // after `out` gave its blocks back
+  for (PinBlock* b : out.base_frees) {
+    free_eager(b);
+  }
 }
 
 // Its tensor died and its eager copies ran (Note [Block states]).
@@ -189,7 +186,8 @@ void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
 }
 
 void PinPoolHostAllocatorImpl::give_back_emptied() {
-  if (emptied_given_back_.exchange(false, std::memory_order_relaxed)) {
+  if (emptied_given_back_.load(std::memory_order_relaxed) &&
+      emptied_given_back_.exchange(false, std::memory_order_relaxed)) {
     native_->empty_cache();  // our DataPtrs died before: no lock of ours is held
   }
 }

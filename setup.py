@@ -112,6 +112,7 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
 CORE_SOURCES = [
     "csrc/core/pin_pool_allocator.cpp",
     "csrc/core/large_blocks.cpp",
+    "csrc/core/base_unpin.cpp",
     "csrc/graphs/capture_registry.cpp",
     "csrc/graphs/graph_pools.cpp",
     "csrc/copy/pageable_copy_guard.cpp",

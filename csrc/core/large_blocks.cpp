@@ -10,6 +10,8 @@
 
 #if PINPOOL_HAS_PINNED_LIMITS
 #include <c10/core/AllocatorConfig.h>
+
+#include "core/private_field.h"
 #endif
 
 namespace torch_npu_pinpool {
@@ -47,11 +49,7 @@ size_t env_mb(const char* name, size_t fallback, const char* zero_means) {
 #if PINPOOL_HAS_PINNED_LIMITS
 using Config = c10::CachingAllocator::AcceleratorAllocatorConfig;
 
-// The two private fields, named through an explicit instantiation (which ignores access).
-template <typename Tag, typename Tag::type kMember>
-struct FieldOf {
-  friend typename Tag::type field(Tag) { return kMember; }
-};
+// The two private fields (Note [Private fields]): c10 has no setter that leaves the others.
 struct RoundThreshold {
   using type = size_t Config::*;
   friend type field(RoundThreshold);
@@ -60,8 +58,8 @@ struct CachedSize {
   using type = size_t Config::*;
   friend type field(CachedSize);
 };
-template struct FieldOf<RoundThreshold, &Config::pinned_max_round_threshold_>;
-template struct FieldOf<CachedSize, &Config::pinned_max_cached_size_>;
+template struct PrivateField<RoundThreshold, &Config::pinned_max_round_threshold_>;
+template struct PrivateField<CachedSize, &Config::pinned_max_cached_size_>;
 
 // The user's value: neither the default nor ours.
 bool users(size_t value, size_t ours) { return value != kNoLimit && value != ours; }
@@ -164,6 +162,12 @@ void LargeBlocks::put(PinBlock* block) {
   stats_->freed(block->size_);
   idle_bytes_ += block->size_;
   idle_.push_back(block);
+}
+
+void LargeBlocks::forget(PinBlock* block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_->freed(block->size_);
+  uncount_locked(block);
 }
 
 void LargeBlocks::uncount_locked(PinBlock* block) {

@@ -45,8 +45,9 @@ class LargeBlocks {
     PinBlock* give_back{nullptr};
   };
   Take take(size_t rounded);
-  void add(PinBlock* block);  // just pinned: counted in its class
-  void put(PinBlock* block);  // freed, its copies done: idle
+  void add(PinBlock* block);     // just pinned: counted in its class
+  void put(PinBlock* block);     // freed, its copies done: idle
+  void forget(PinBlock* block);  // freed, its copies done, and given back: no longer counted
   // Idle blocks, oldest first, until at most `keep_bytes` stay idle; no longer counted.
   std::vector<PinBlock*> take_idle(size_t keep_bytes);
   std::mutex& mutex() { return mutex_; }  // taken around fork() (Note [Lock order])

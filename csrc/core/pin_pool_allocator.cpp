@@ -291,9 +291,7 @@ bool UseFence::record() {
 
 void PinPoolHostAllocatorImpl::empty_cache() {
   process_pending(/*own_pass=*/true);
-#if !PINPOOL_HAS_ATEN_HOST_POOLS
   mark_graph_held_emptied();  // what torch_npu's own empty_cache would unpin
-#endif
   Base::empty_cache();
   give_back_idle_large(0);  // their DataPtrs die before native's empty_cache
   native_->empty_cache();

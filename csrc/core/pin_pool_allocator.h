@@ -9,7 +9,8 @@
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
 // With captures_underway_ == 0, free (of a kInUse default-pool block) and record_event add one
-// relaxed load to ATen's path, allocate two (and a size compare). Everything else runs under
+// relaxed load to ATen's path (2.13+: free a thread-local one too, pinned_max_cached_size),
+// allocate two (and a size compare). Everything else runs under
 // mutex_; deferred work (pending_) is picked up before every allocation (as ATen processes its
 // events), by graph events, stats and empty_cache.
 #pragma once
@@ -192,6 +193,9 @@ class PinPoolHostAllocatorImpl final
  private:
   void allocate_host_memory(size_t size, void** ptr) override;
   void free_block(PinBlock* block) override;
+#if PINPOOL_ATEN_FREE_UNPINS_ABOVE_CACHED_SIZE
+  size_t pinned_max_cached_size() const override;  // 0 inside unpin_in_base
+#endif
   void add_host_time(c10::CachingAllocator::DurationStat& stat,
                      std::chrono::steady_clock::time_point start);
   void record_stream(std::optional<std::vector<Event>>& events, Stream stream) override;
@@ -233,7 +237,9 @@ class PinPoolHostAllocatorImpl final
   struct GivenBack {
     std::vector<c10::DataPtr> released;  // native's free of each
     std::vector<PinBlock*> base_frees;   // default-pool blocks for ATen's free
+    std::vector<PinBlock*> unpins;       // default-pool blocks to unpin (flagged emptied_)
   };
+  void give_back_default(GivenBack& out);
   void free_or_graph_owned_locked(PinBlock* block, GivenBack& out);
   void unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released);
   void graph_replays_over_locked(CapturedGraph* graph, GivenBack& out);
@@ -241,6 +247,8 @@ class PinPoolHostAllocatorImpl final
   void process_pending_pass();
   void mark_graph_held_emptied();
   void give_back_emptied();
+  void unpin_default(PinBlock* block);
+  bool unpin_in_base(PinBlock* block);  // false: this torch cannot, it stays cached
   void settle_eager_freed(GivenBack& out);
   void retire_completed_fences(GivenBack& out);
   void fence_dead_graphs(GivenBack& out);

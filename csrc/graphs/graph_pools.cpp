@@ -2,6 +2,7 @@
 #include <c10/util/llvmMathExtras.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/large_blocks.h"
 #include "core/pin_pool_allocator.h"
@@ -130,9 +131,7 @@ void PinPoolHostAllocatorImpl::free_under_lock(PinBlock* block) {
       update_pending_locked();
     }
   }
-  for (PinBlock* b : out.base_frees) {
-    free_eager(b);
-  }
+  give_back_default(out);
 }
 
 // Its tensor died and its eager copies ran (Note [Block states]).
@@ -144,7 +143,7 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
   block->set_state(BlockState::kFree);
   GraphPool* pool = block->pool_;
   if (pool == nullptr) {
-    out.base_frees.push_back(block);
+    (std::exchange(block->emptied_, false) ? out.unpins : out.base_frees).push_back(block);
     return;
   }
   if (observer_ != nullptr) {
@@ -160,16 +159,20 @@ void PinPoolHostAllocatorImpl::free_or_graph_owned_locked(PinBlock* block, Given
 
 // Note [Emptied while graphs held it]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// torch_npu <= 2.10 has no host pools: its host_empty_cache() unpins a block a capture pinned and
-// freed, though the graph still replays from it. We keep such a block (kGraphOwned, or free in a
-// live pool) for its graphs, and flag it; when its last graph is gone and its pool gives it back
-// (into torch_npu's cache, as every block of ours), that cache is emptied: the user's empty_cache
-// takes effect then, and no graph's death leaves more pinned than native's did. (A default-pool
-// block native unpins the same way, on every version, goes back to ATen's free list, which has
-// no call that frees one block: it stays cached until the next empty_cache.)
+// torch_npu's host_empty_cache() unpins a block whose tensor died though a live graph still
+// replays from it: a default-pool block (any version), and one a capture pinned when there are
+// no host pools (<= 2.10). We keep such a block (kGraphOwned, or free in a live pool) for its
+// graphs, and flag it; when its last graph is gone it is unpinned then, not cached: a pool's goes
+// back into torch_npu's cache (as every block of ours), a default-pool one is unpinned in ATen's
+// (unpin_in_base) or LargeBlocks, into torch_npu's; and that cache is emptied. So the user's
+// empty_cache takes effect once the graphs are gone, and no graph's death leaves more pinned
+// than native's did. Emptying torch_npu's cache costs no pin native would not pay: it holds only
+// blocks ATen or our pools gave back, which native's own caches would not hand out either.
+// (Where unpin_in_base cannot, a default-pool block stays cached until the next empty_cache.)
 void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
+  constexpr bool kNativeUnpinsCaptured = !PINPOOL_HAS_ATEN_HOST_POOLS;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (GraphPool* pool : pools_) {
+  for (GraphPool* pool : kNativeUnpinsCaptured ? pools_ : std::vector<GraphPool*>{}) {
     for (auto& list : pool->free_blocks) {
       for (PinBlock* block : list) {
         block->emptied_ = true;
@@ -178,7 +181,8 @@ void PinPoolHostAllocatorImpl::mark_graph_held_emptied() {
   }
   for (auto& [handle, graph] : graphs_) {
     for (PinBlock* block : graph->blocks) {
-      if (block->pool_ != nullptr && block->state() == BlockState::kGraphOwned) {
+      if (block->state() == BlockState::kGraphOwned &&
+          (block->pool_ == nullptr || kNativeUnpinsCaptured)) {
         block->emptied_ = true;
       }
     }
@@ -190,6 +194,28 @@ void PinPoolHostAllocatorImpl::give_back_emptied() {
       emptied_given_back_.exchange(false, std::memory_order_relaxed)) {
     native_->empty_cache();  // our DataPtrs died before: no lock of ours is held
   }
+}
+
+// With no lock of ours held.
+void PinPoolHostAllocatorImpl::give_back_default(GivenBack& out) {
+  for (PinBlock* block : out.base_frees) {
+    free_eager(block);
+  }
+  for (PinBlock* block : out.unpins) {
+    unpin_default(block);
+  }
+}
+
+// A flagged default-pool block, free: its graphs are gone and its eager copies ran.
+void PinPoolHostAllocatorImpl::unpin_default(PinBlock* block) {
+  if (block->large_) {
+    large_->forget(block);
+    c10::DataPtr released = take_raw(block->ptr_);
+    delete block;
+  } else if (!unpin_in_base(block)) {
+    return;
+  }
+  emptied_given_back_.store(true, std::memory_order_relaxed);
 }
 
 void PinPoolHostAllocatorImpl::unpin_locked(PinBlock* block, std::vector<c10::DataPtr>& released) {
@@ -284,9 +310,7 @@ void PinPoolHostAllocatorImpl::process_pending_pass() {
     std::lock_guard<std::mutex> lock(mutex_);
     update_pending_locked();
   }
-  for (PinBlock* block : out.base_frees) {
-    free_eager(block);
-  }
+  give_back_default(out);
 }
 
 // kAwaitingCopies blocks whose fence is done settle; fences are queried unlocked.

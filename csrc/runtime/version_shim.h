@@ -34,6 +34,14 @@
 #endif
 #define PINPOOL_ATEN_RETIRES_ON_FAILED_RECORD PINPOOL_TORCH_AT_LEAST(2, 15)
 
+// ATen's free list has no call that unpins one block (Note [Emptied while graphs held it]):
+// 2.13+ Base::free unpins a block above the virtual pinned_max_cached_size() instead of caching
+// it; 2.10 keeps its free lists and block set in fields (Note [Private fields]) emptied as
+// Base::empty_cache does. Before 2.10 (other stats) and in 2.11 / 2.12: no way, it stays cached.
+#define PINPOOL_ATEN_FREE_UNPINS_ABOVE_CACHED_SIZE PINPOOL_TORCH_AT_LEAST(2, 13)
+#define PINPOOL_ATEN_FLAT_FREE_LISTS \
+  (PINPOOL_TORCH_AT_LEAST(2, 10) && !PINPOOL_TORCH_AT_LEAST(2, 11))
+
 // HostStats fields: held / in use are allocations, allocated_bytes / active_requests,
 // active_bytes from 2.10; segment, reserved_bytes / allocation, allocated_bytes before.
 #define PINPOOL_HOST_STATS_2_10 PINPOOL_TORCH_AT_LEAST(2, 10)

@@ -55,7 +55,10 @@ Checks (``CHECKS``):
   is the call's wall time less the time its thread sat runnable on the run queue while other
   processes had the CPUs (``runq_ms``, the kernel's schedstat): on 2 shared cores that alone
   reached ~1 s where freeing ~1 GiB of idle blocks (both runs do) took 0.1-0.3 s. Running,
-  sleeping and blocking (a wait for queued work) all still count.
+  sleeping and blocking (a wait for queued work) all still count. Not checked for a sanitized
+  build of the plugin (the sanitizer legs, ``TORCH_NPU_PINPOOL_SANITIZE``): its instrumented
+  calls against torch_npu's uninstrumented ones time the instrumentation (seed 5 in the ASan
+  leg: 1,674 ms against 733; alone 717 against 587), not a wait; the other legs check it.
 """
 
 from __future__ import annotations
@@ -242,7 +245,8 @@ def compare(
         byte_fail.message += f"; peak {_mib(p_peak)} against {_mib(n_peak)}"
         fails.append(byte_fail)
 
-    # settings and the device allocator's behaviour
+    # settings, the device allocator's behaviour, and time
+    timed = not plugin.get("sanitizers")
     if plugin.get("settings") != native.get("settings"):
         fails.append(Failure("settings", None, f"at the start: plugin "
                              f"{plugin.get('settings')!r}, native {native.get('settings')!r}"))
@@ -255,7 +259,7 @@ def compare(
             fails.append(Failure("device_oversize", i, f"{_op(program, i)}: device oversize "
                                  f"allocations plugin {p.get('oversize')}, native "
                                  f"{n['oversize']}"))
-        if "ms" in n and "ms" in p and _ms(p) > _ms(n) + time_bound_ms:
+        if timed and "ms" in n and "ms" in p and _ms(p) > _ms(n) + time_bound_ms:
             fails.append(Failure("empty_cache_time", i, f"host_empty_cache() took {_ms(p):.1f}"
                                  f" ms, native {_ms(n):.1f} ms (bound +{time_bound_ms:g} ms; "
                                  f"wall {p['ms']:.1f} / {n['ms']:.1f} ms)"))

@@ -77,6 +77,13 @@ def npu_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def sanitizers() -> str:
+    """The sanitizers the active plugin was built with ("": a release build, or not active)."""
+    if scenario is None or not scenario.PLUGIN:
+        return ""
+    return str(getattr(scenario.torch_npu_pinpool._ext, "sanitizers", ""))
+
+
 def host_empty_cache() -> None:
     if scenario is not None:
         scenario.torch_npu_pinpool.host_empty_cache()
@@ -339,6 +346,7 @@ class Run:
         out["settings_end"] = allocator_settings()
         out["active"] = bool(scenario is not None and scenario.PLUGIN)
         out["host_pools"] = npu_version() >= (2, 11)  # compare.graph_slack
+        out["sanitizers"] = sanitizers()  # compare: empty_cache_time
         return out
 
     def cleanup(self) -> None:

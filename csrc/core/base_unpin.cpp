@@ -20,18 +20,24 @@ namespace {
 thread_local bool t_unpin_on_free = false;  // Base::free unpins rather than caches
 }  // namespace
 
-// Base's own value (c10's setting), but 0 while unpin_in_base frees on this thread.
+// Base's own value (c10's setting), but 0 while unpin_in_base frees on this thread. Every eager
+// free asks it: the thread-local is read only while some thread is in unpin_in_base.
 size_t PinPoolHostAllocatorImpl::pinned_max_cached_size() const {
-  return t_unpin_on_free
-             ? 0
-             : c10::CachingAllocator::AcceleratorAllocatorConfig::pinned_max_cached_size();
+  if (C10_UNLIKELY(unpinning_in_base_.load(std::memory_order_relaxed) != 0) && t_unpin_on_free) {
+    return 0;
+  }
+  return c10::CachingAllocator::AcceleratorAllocatorConfig::pinned_max_cached_size();
 }
 
 // Its streams went to its fence, so Base::free records no event and, the block being larger
 // than 0 bytes, unpins it as one it would not cache.
 bool PinPoolHostAllocatorImpl::unpin_in_base(PinBlock* block) {
+  unpinning_in_base_.fetch_add(1, std::memory_order_relaxed);
   t_unpin_on_free = true;
-  auto reset = c10::make_scope_exit([] { t_unpin_on_free = false; });
+  auto reset = c10::make_scope_exit([this] {
+    t_unpin_on_free = false;
+    unpinning_in_base_.fetch_sub(1, std::memory_order_relaxed);
+  });
   Base::free(block);
   return true;
 }

@@ -9,8 +9,8 @@
 // Note [Fast path]
 // ~~~~~~~~~~~~~~~~
 // With captures_underway_ == 0, free (of a kInUse default-pool block) and record_event add one
-// relaxed load to ATen's path (2.13+: free a thread-local one too, pinned_max_cached_size),
-// allocate two (and a size compare). Everything else runs under
+// relaxed load to ATen's path (2.13+: free one more, pinned_max_cached_size), allocate two (and
+// a size compare). Everything else runs under
 // mutex_; deferred work (pending_) is picked up before every allocation (as ATen processes its
 // events), by graph events, stats and empty_cache.
 #pragma once
@@ -195,6 +195,7 @@ class PinPoolHostAllocatorImpl final
   void free_block(PinBlock* block) override;
 #if PINPOOL_ATEN_FREE_UNPINS_ABOVE_CACHED_SIZE
   size_t pinned_max_cached_size() const override;  // 0 inside unpin_in_base
+  std::atomic<int> unpinning_in_base_{0};          // threads inside unpin_in_base
 #endif
   void add_host_time(c10::CachingAllocator::DurationStat& stat,
                      std::chrono::steady_clock::time_point start);

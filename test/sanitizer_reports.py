@@ -74,9 +74,13 @@ _THIRD_PARTY_LEAKS = (
         # tp_dealloc_impl frees the C++ record but, in pybind11 3.0.1 (torch 2.10's bundled copy),
         # never the Python object itself: no PyObject_Free (3.0.4, torch 2.13's, has it;
         # pybind/pybind11#6010 describes it). 24 bytes a function of the module, at each exit.
+        # The frame is pybind11.h's initialize<...>, or, for a plain function pointer whose
+        # initialize is inlined into an out-of-line module_::def<...>, that def (no source line).
         (
             r" in _PyObject_New Objects/object\.c:",
-            r" in (void )?(pybind11::cpp_function::)?initialize<.*/pybind11/pybind11\.h:\d+$",
+            r" in ((void )?(pybind11::cpp_function::)?initialize<.*/pybind11/pybind11\.h:\d+"
+            r"|pybind11::module_& pybind11::module_::def<.*\(\S*/torch_npu_pinpool/_C\S*\.so"
+            r"\+0x[0-9a-f]+\))$",
         ),
     ),
 )

@@ -109,9 +109,11 @@ def _replay(ext: Any, orig: Callable) -> Callable:
 
     def replay(self):
         graph = self.__dict__.get(_HANDLE)
-        if graph is not None:
-            note(graph.id)
-        return orig(self)
+        try:
+            return orig(self)
+        finally:  # once its work is enqueued (csrc Note [Shared fences])
+            if graph is not None:
+                note(graph.id)
 
     return replay
 
@@ -119,14 +121,17 @@ def _replay(ext: Any, orig: Callable) -> Callable:
 def _replay_audited(ext: Any, orig: Callable) -> Callable:
     """With the report on: the replay checked for written_while_queued (csrc/python/report.cpp,
     Note [Audited replay])."""
-    begin, end = ext.audit_replay_begin, ext.audit_replay_end
+    begin, end, note = ext.audit_replay_begin, ext.audit_replay_end, ext.graph_replay
 
     def replay(self):
         graph = self.__dict__.get(_HANDLE)
         if graph is None:
             return orig(self)
         check = begin(graph.id)  # None: nothing to compare
-        orig(self)
+        try:
+            orig(self)
+        finally:
+            note(graph.id)  # once its work is enqueued (csrc Note [Shared fences])
         if check is not None:
             end(check)
 

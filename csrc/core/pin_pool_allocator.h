@@ -129,6 +129,8 @@ struct CapturedGraph {
 struct ReplayFence {
   Event event;
   std::vector<CapturedGraph*> graphs;
+  Stream stream;
+  uint64_t replays_before;  // replays_enqueued_ before the record (Note [Shared fences])
 };
 
 struct PoolInfo {
@@ -173,8 +175,8 @@ class PinPoolHostAllocatorImpl final
   void graph_end(uint64_t handle, MempoolId pool_id);
   // False if the graph died of it (Note [Capture that ended without telling the allocator]).
   bool capture_failed(uint64_t handle, bool at_end);
-  void graph_replay(uint64_t handle);
-  void graph_died(uint64_t handle);  // run process_pending() next, without the GIL
+  void graph_replay(uint64_t handle);  // after its replay was enqueued (Note [Shared fences])
+  void graph_died(uint64_t handle);    // run process_pending() next, without the GIL
   bool owns(const void* ptr) { return find_block(ptr) != nullptr; }  // any byte of a block
   // The graph capturing on `stream` keeps `blocks` and `state` for its replays; false if none.
   bool keep_for_replays(const Stream& stream, const std::vector<std::pair<void*, void*>>& blocks,
@@ -253,6 +255,10 @@ class PinPoolHostAllocatorImpl final
   void settle_eager_freed(GivenBack& out);
   void retire_completed_fences(GivenBack& out);
   void fence_dead_graphs(GivenBack& out);
+  struct DeadGraph;
+  void cover_locked(DeadGraph& dead, uint64_t now, std::vector<Stream>& to_record);
+  bool join_fences_locked(DeadGraph& dead, std::deque<ReplayFence>& recorded);
+  void note_settled_locked(const ReplayFence& fence);
 
   at::HostAllocator* const native_;    // our backing store
   const size_t large_threshold_;       // SIZE_MAX when large blocks are off
@@ -271,6 +277,7 @@ class PinPoolHostAllocatorImpl final
   std::atomic<int> captures_underway_{0};        // capturing_.size()
   std::atomic<int> pending_{0};                  // unfenced_ + fences_ + pending_blocks_
   std::atomic<bool> emptied_given_back_{false};  // Note [Emptied while graphs held it]
+  std::atomic<uint64_t> replays_enqueued_{0};    // Note [Shared fences]
 
   // Note [Lock order]
   // ~~~~~~~~~~~~~~~~~
@@ -286,7 +293,9 @@ class PinPoolHostAllocatorImpl final
   std::vector<CapturedGraph*> capturing_;
   std::vector<CapturedGraph*> unfenced_;  // dead, no fence recorded yet
   std::deque<ReplayFence> fences_;        // in flight; erased from in a pass only
-  std::vector<GraphPool*> pools_;         // every pool object, live or released, in creation order
+  // Per stream, replays_before of its newest completed fence (Note [Shared fences]).
+  std::vector<std::pair<Stream, uint64_t>> settled_;
+  std::vector<GraphPool*> pools_;  // every pool object, live or released, in creation order
   std::map<MempoolId, int> unmatched_releases_;                 // Note [Pools per device]
   std::vector<std::pair<PinBlock*, UseFence>> pending_blocks_;  // kAwaitingCopies
 

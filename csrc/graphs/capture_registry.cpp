@@ -15,7 +15,7 @@ namespace torch_npu_pinpool {
 // ~~~~~~~~~~~~~~~~~~~~
 // ATen's calls name pools only, so the Python hooks on NPUGraph (_hooks.py) name each graph:
 //   capture_begin: h = graph_begin(pool), graph_capturing(h); graph_begin_failed(h) if it raised
-//   capture_end: graph_end(h, pool()); graph_end_failed(h)   replay: graph_replay(h)
+//   capture_end: graph_end(h, pool()); graph_end_failed(h)   replay, then: graph_replay(h)
 //   reset / GC: graph_died(h). A handle of a dead graph is ignored.
 // <= 2.10: graph_begin registers the capture (model_filter). >= 2.11: it announces the graph
 // and begin_allocate_to_pool attaches the pool; release_pool ends only unannounced graphs
@@ -276,11 +276,23 @@ bool PinPoolHostAllocatorImpl::capture_failed(uint64_t handle, bool at_end) {
 // ~~~~~~~~~~~~~~~~~~~~
 // A dead graph's fence is an event on each stream it was replayed on (the capture device's
 // current stream; never a capturing one), recorded by the pass its death asks for: one event per
-// stream for the graphs that died since the last pass. A pass never waits (nor does
+// stream for the graphs that died since the last pass, unless one already covers it (Note
+// [Shared fences]). A pass never waits (nor does
 // host_empty_cache(), as ATen's only queries its events): it retires every completed fence in
 // flight, on whichever stream, so a busy stream holds back only the graphs replayed on it; and a
 // synchronize() after a reset lets the next pass give the graph's blocks back. Late, never
 // early. graph_replay takes no lock for the (graph, stream) this thread noted last.
+//
+// Note [Shared fences]
+// ~~~~~~~~~~~~~~~~~~~~
+// replays_enqueued_ counts replays whose work is already enqueued: the hooks call graph_replay
+// after torch_npu's replay returned. A fence keeps the count it read before its record. If a
+// fence of stream S kept the count as it is now, no replay was enqueued since it read it, so
+// every replay a dead graph enqueued on S precedes that fence: the graph joins it while it is in
+// flight, and needs none on S once it completed. So resetting many graphs after their replays
+// records one event per stream, not one per graph (bench P9); a replay in between (a decode loop)
+// makes the next death record its own, as before. Only a pass (process_mutex_) changes fences_
+// and settled_, so what a pass finds covering a graph is still there when the graph joins it.
 namespace {
 struct NotedReplay {
   uint64_t handle{0};
@@ -291,6 +303,7 @@ thread_local std::array<NotedReplay, 8> t_replays_noted{};
 }  // namespace
 
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
+  replays_enqueued_.fetch_add(1);  // Note [Shared fences]
   NotedReplay& noted = t_replays_noted[handle % t_replays_noted.size()];
   if (noted.handle == handle && c10_npu::getCurrentNPUStream(noted.device).id() == noted.stream) {
     return;

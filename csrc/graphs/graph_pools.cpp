@@ -356,6 +356,7 @@ void PinPoolHostAllocatorImpl::retire_completed_fences(GivenBack& out) {
         graph_replays_over_locked(graph, out);
       }
     }
+    note_settled_locked(*fence);
     fence->event.reset();  // marks it retired
   }
   fences_.erase(std::remove_if(fences_.begin(), fences_.end(),
@@ -363,54 +364,101 @@ void PinPoolHostAllocatorImpl::retire_completed_fences(GivenBack& out) {
                 fences_.end());
 }
 
+// A dead graph of a pass, and the fences that will cover its replays (Note [Shared fences]).
+struct PinPoolHostAllocatorImpl::DeadGraph {
+  CapturedGraph* graph;
+  std::vector<ReplayFence*> joins;  // in flight, in fences_
+  std::vector<Stream> uncovered;    // a fence is recorded on each
+};
+
+// Under mutex_: which of dead.graph's replay streams a fence already covers (Note [Shared
+// fences]); the others are added to to_record once.
+void PinPoolHostAllocatorImpl::cover_locked(DeadGraph& dead, uint64_t now,
+                                            std::vector<Stream>& to_record) {
+  for (const Stream& stream : dead.graph->replay_streams) {
+    auto settled = std::find_if(settled_.begin(), settled_.end(),
+                                [&](const auto& entry) { return entry.first == stream; });
+    if (settled != settled_.end() && settled->second == now) {
+      continue;  // a completed fence follows its replays
+    }
+    auto fence = std::find_if(fences_.begin(), fences_.end(), [&](const ReplayFence& f) {
+      return f.stream == stream && f.replays_before == now;
+    });
+    if (fence != fences_.end()) {
+      dead.joins.push_back(&*fence);
+      continue;
+    }
+    dead.uncovered.push_back(stream);
+    if (std::find(to_record.begin(), to_record.end(), stream) == to_record.end()) {
+      to_record.push_back(stream);
+    }
+  }
+}
+
+// Under mutex_: false (dead.graph joins nothing) if a stream it needs has no event.
+bool PinPoolHostAllocatorImpl::join_fences_locked(DeadGraph& dead,
+                                                  std::deque<ReplayFence>& recorded) {
+  for (const Stream& stream : dead.uncovered) {
+    auto fence = std::find_if(recorded.begin(), recorded.end(),
+                              [&](const ReplayFence& f) { return f.stream == stream; });
+    if (fence->event == nullptr) {
+      return false;  // the stream is capturing, or the record failed: a later pass retries
+    }
+    dead.joins.push_back(&*fence);
+  }
+  dead.graph->fences_left = dead.joins.size();
+  for (ReplayFence* fence : dead.joins) {
+    fence->graphs.push_back(dead.graph);
+  }
+  return true;
+}
+
+// Under mutex_: `fence` completed, so did every replay enqueued before it (Note [Shared fences]).
+void PinPoolHostAllocatorImpl::note_settled_locked(const ReplayFence& fence) {
+  for (auto& [stream, replays_before] : settled_) {
+    if (stream == fence.stream) {
+      replays_before = std::max(replays_before, fence.replays_before);
+      return;
+    }
+  }
+  settled_.emplace_back(fence.stream, fence.replays_before);
+}
+
 void PinPoolHostAllocatorImpl::fence_dead_graphs(GivenBack& out) {
-  std::vector<CapturedGraph*> dead;
+  const uint64_t now = replays_enqueued_.load();  // before any record below
+  const bool up = runtime_up();
+  std::vector<DeadGraph> dead;
+  std::vector<Stream> to_record;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    dead.swap(unfenced_);
+    for (CapturedGraph* graph : unfenced_) {
+      dead.push_back({graph, {}, {}});
+      if (up) {
+        cover_locked(dead.back(), now, to_record);
+      }
+    }
+    unfenced_.clear();
   }
   if (dead.empty()) {
     return;
   }
-  const bool up = runtime_up();
-  struct StreamFence {
-    Stream stream;
-    ReplayFence fence;  // no event: the stream is capturing, or the record failed
-  };
-  std::deque<StreamFence> streams;  // a few: the replay streams of each device
-  auto fence_of = [&streams](const Stream& stream) -> StreamFence& {
-    for (StreamFence& entry : streams) {
-      if (entry.stream == stream) {
-        return entry;
-      }
-    }
-    streams.push_back({stream, {stream_capturing(stream) ? nullptr : try_record_on(stream), {}}});
-    return streams.back();
-  };
-  std::vector<CapturedGraph*> unfenced, finished;
-  for (CapturedGraph* graph : dead) {
-    const auto& replayed = graph->replay_streams;
-    if (!up || replayed.empty()) {
-      finished.push_back(graph);
-    } else if (std::all_of(replayed.begin(), replayed.end(),
-                           [&](const Stream& s) { return fence_of(s).fence.event != nullptr; })) {
-      graph->fences_left = replayed.size();
-      for (const Stream& stream : replayed) {
-        fence_of(stream).fence.graphs.push_back(graph);
-      }
-    } else {
-      unfenced.push_back(graph);
-    }
+  std::deque<ReplayFence> recorded;  // a few: the replay streams of each device
+  for (const Stream& stream : to_record) {
+    recorded.push_back(
+        {stream_capturing(stream) ? nullptr : try_record_on(stream), {}, stream, now});
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  unfenced_.insert(unfenced_.end(), unfenced.begin(), unfenced.end());
-  for (StreamFence& entry : streams) {
-    if (!entry.fence.graphs.empty()) {
-      fences_.push_back(std::move(entry.fence));
+  for (DeadGraph& graph : dead) {
+    if (!join_fences_locked(graph, recorded)) {
+      unfenced_.push_back(graph.graph);
+    } else if (graph.graph->fences_left == 0) {
+      graph_replays_over_locked(graph.graph, out);
     }
   }
-  for (CapturedGraph* graph : finished) {
-    graph_replays_over_locked(graph, out);
+  for (ReplayFence& fence : recorded) {
+    if (!fence.graphs.empty()) {
+      fences_.push_back(std::move(fence));
+    }
   }
 }
 

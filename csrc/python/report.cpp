@@ -66,14 +66,13 @@ py::dict audit_sizes() {
                   "in_flight"_a = z.in_flight);
 }
 
-// Note [Audited replay]: the Python hook calls begin, the graph's own replay, then end with what
-// begin returned (Note [What written_while_queued sees]). begin notes the replay (graph_replay)
-// and returns None when there is nothing to compare or track - a graph with no pinned block, or a
-// replay left out by sampling of a graph that writes none - so such a replay costs one call and
-// no object; else a capsule owning the ReplayCheck, which end launches (a capsule dropped without
-// end - the replay raised - undoes begin).
+// Note [Audited replay]: the Python hook calls begin, the graph's own replay, graph_replay (Note
+// [Shared fences]), then end with what begin returned (Note [What written_while_queued sees]).
+// begin returns None when there is nothing to compare or track - a graph with no pinned block, or
+// a replay left out by sampling of a graph that writes none - so such a replay costs no end call
+// and no object; else a capsule owning the ReplayCheck, which end launches (a capsule dropped
+// without end - the replay raised - undoes begin).
 py::object audit_replay_begin(uint64_t handle) {
-  active_impl().graph_replay(handle);
   std::unique_ptr<ReplayCheck> check = audit().replay_begin(handle);
   if (check == nullptr) {
     return py::none();

@@ -3,9 +3,9 @@ with live graphs does not grow, a tensor that outlives its graph is not recycled
 graph that reads it, a replay queued on another device keeps its block, so does a replay queued
 when its graph is garbage-collected (no reset: only the finalizer sees it), an eager copy from a
 graph's block keeps it past the graph's end, a block pinned before the capture that a graph
-read goes back once the graph has ended, and a burst of resets with every replay still queued
-gives nothing back early, and two graphs that capture at once and read one buffer in turn
-keep it until both have ended.
+read goes back once the graph has ended, a burst of resets with every replay still queued
+gives nothing back early (nor do resets after a second replay behind the first resets' fence),
+and two graphs that capture at once and read one buffer in turn keep it until both have ended.
 
 Each scenario runs with the plugin on and off; with it off the native defect is asserted where
 native has one. Variants with a task delay need the simulator (it keeps work queued).
@@ -149,6 +149,28 @@ def test_reset_burst_with_replays_queued(scenario, plugin, delay, api):
         assert o.get("violations", 0) == 0, o
     elif native_pools():
         assert o["held_after"] > o["baseline"], "native >= 2.11 gave the capture-time blocks back"
+
+
+@ON_OFF
+@pytest.mark.parametrize(
+    "delay", [pytest.param(0, id="delay0"), pytest.param(20000, id="delay20000", marks=SLOW)]
+)
+def test_replays_after_a_fence_are_not_covered_by_it(scenario, plugin, delay):
+    """Half of sixteen graphs reset with every replay queued, then the other half replayed again
+    into cleared slots behind queued work and reset: the fence the first resets recorded
+    (completed by then) precedes those replays, so their blocks stay held while the replays are
+    queued (Note [Shared fences]) and every replay delivers its bytes; one host_empty_cache()
+    after a synchronize gives every byte back. Native <= 2.10 recycles the
+    capture-time blocks (timing)."""
+    env = env_for(plugin, PINPOOL_DELAY_US=str(delay), PINPOOL_REPLAY_AGAIN="1")
+    o = scenario("reset_burst_queued_replays", env=env).result
+    if plugin:
+        assert o["shared"] == [5.0] and o["own"] == [], o
+        assert o["held_while_queued"] > 0 or not o["queued"], o  # 8 staging blocks
+        assert o["held_after"] == o["baseline"], o
+        assert o.get("violations", 0) == 0, o
+    elif native_pools():
+        assert o["own"] == [], o
 
 
 @ON_OFF

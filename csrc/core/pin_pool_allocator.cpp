@@ -353,6 +353,15 @@ void PinPoolHostAllocatorImpl::lock_for_fork() {
   }
 }
 
+// A child forked while another thread's pass held process_mutex_ past the bound has that mutex
+// locked by a thread it lacks: it runs no pass from then on (process_pending only tries the lock),
+// rather than hang in host_empty_cache(). Its runtime is down, so a pass would give nothing back
+// that the child needs; what waits for a pass stays pinned, as the inherited graphs do.
+void PinPoolHostAllocatorImpl::unlock_in_forked_child() {
+  passes_orphaned_.store(fork_locked_ == 0, std::memory_order_relaxed);
+  unlock_after_fork();
+}
+
 void PinPoolHostAllocatorImpl::unlock_after_fork() {
   const auto locks = fork_locks();
   while (fork_locked_ > 0) {
@@ -401,7 +410,7 @@ void on_fork_parent() {
 void on_fork_child() {
   note_forked_child();
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
-    ours->impl().unlock_after_fork();
+    ours->impl().unlock_in_forked_child();
     ours->impl().forget_captures();
   }
 }

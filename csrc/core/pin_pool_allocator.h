@@ -168,6 +168,7 @@ class PinPoolHostAllocatorImpl final
   void forget_captures() { captures_underway_.store(0); }  // Note [Forked children]
   void lock_for_fork();      // pthread_atfork: the locks below, in order (bounded)
   void unlock_after_fork();  // in the parent and in the child: those it took
+  void unlock_in_forked_child();
 
   // capture_registry.cpp: Note [Graph handles]
   uint64_t graph_begin(MempoolId pool_id);
@@ -301,7 +302,8 @@ class PinPoolHostAllocatorImpl final
 
   std::mutex process_mutex_;  // serializes process_pending(); fences_ is erased from under it only
   std::array<std::mutex*, 4> fork_locks();
-  size_t fork_locked_{0};  // how many of fork_locks() lock_for_fork() holds
+  size_t fork_locked_{0};                     // how many of fork_locks() lock_for_fork() holds
+  std::atomic<bool> passes_orphaned_{false};  // a forked child without process_mutex_
   std::atomic<bool> process_again_{false};
 };
 

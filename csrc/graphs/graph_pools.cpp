@@ -283,7 +283,7 @@ void PinPoolHostAllocatorImpl::process_pending(bool own_pass) {
   process_again_.store(true);
   for (;;) {
     std::unique_lock<std::mutex> serial(process_mutex_, std::defer_lock);
-    if (own_pass) {
+    if (own_pass && !passes_orphaned_.load(std::memory_order_relaxed)) {
       serial.lock();
       own_pass = false;
     } else if (!serial.try_lock()) {

@@ -111,10 +111,13 @@ def _sanitizer_args() -> tuple[list[str], list[str], list[tuple[str, str]]]:
 # Sources include each other from csrc/.
 CORE_SOURCES = [
     "csrc/core/pin_pool_allocator.cpp",
+    "csrc/core/block_map.cpp",
+    "csrc/core/graph_registry.cpp",
+    "csrc/core/fence_queue.cpp",
+    "csrc/core/capture_hooks.cpp",
+    "csrc/core/graph_pools.cpp",
     "csrc/core/large_blocks.cpp",
     "csrc/core/base_unpin.cpp",
-    "csrc/graphs/capture_registry.cpp",
-    "csrc/graphs/graph_pools.cpp",
     "csrc/copy/pageable_copy_guard.cpp",
     "csrc/copy/strided_pinned_copy.cpp",
     "csrc/runtime/npu_runtime.cpp",

@@ -1,6 +1,6 @@
 """Type stub of the private extension ``torch_npu_pinpool._C`` (csrc/python/).
 
-The graph calls are those of Note [Graph handles] in csrc/graphs/capture_registry.cpp; only
+The graph calls are those of Note [Graph handles] in csrc/core/capture_hooks.cpp; only
 ``torch_npu_pinpool/_hooks.py`` and ``__init__.py`` call them.
 test/repo/test_extension_stub.py checks that this file names exactly what the built
 extension defines.

@@ -1,5 +1,5 @@
 """Hooks on ``torch_npu.npu.graphs.NPUGraph`` and ``torch.accelerator.Graph`` (torch >= 2.13):
-tell the allocator's capture registry about each graph (csrc/graphs/capture_registry.cpp, Note
+tell the allocator's capture registry about each graph (csrc/core/capture_hooks.cpp, Note
 [Graph handles]).
 
 ``torch.npu.graph``, ``make_graphed_callables``, graph trees, TorchAir and vllm-ascend all go

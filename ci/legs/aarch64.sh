@@ -35,8 +35,8 @@
 #   a store-release followed by a load-acquire is not kept ordered on x86 hosts, gitlab
 #   qemu-project/qemu issue 4872.) Compile-time reordering is exercised: the cross compiler's code
 #   for memory_order_relaxed is what runs. The plugin's relaxed atomics are fast-path hints (Note
-#   [Fast path] in csrc/core/pin_pool_allocator.h: captures_underway_, pending_, a block's
-#   state_); what they gate is decided under mutex_, and a thread reads them after the
+#   [Fast path] in csrc/core/pin_pool_allocator.h: the registry's captures_underway_, the fence
+#   queue's pending_, a block's state_); what they gate is decided under a mutex, and a thread reads them after the
 #   synchronisation that gave it the tensor (its own program order, or a lock / the GIL). That is
 #   sound under the C++ memory model on any hardware, but no run here checks it on weakly ordered
 #   hardware.

@@ -77,7 +77,7 @@ bool copy_during_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, const
   }
   // torch_npu copies on the current stream of the NPU side's device.
   const Stream stream = c10_npu::getCurrentNPUStream((to_device ? self : src).device().index());
-  if (!impl.stream_capturing(stream)) {
+  if (!stream_capturing(stream)) {
     return false;
   }
   if (pinned) {

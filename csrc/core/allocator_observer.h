@@ -6,8 +6,8 @@
 // (AllocatorObserver here, CopyObserver in copy/copy_observer.h) and know nothing of what
 // observes them. One place installs the observers, before prepare() makes the allocator; an
 // allocator made before keeps none. observer_ is null when none is installed (the report off or
-// compiled out). "Locked" calls come under mutex_ and take only the observer's own mutex; the
-// others come with no allocator lock held and may take the GIL.
+// compiled out). "Locked" calls come under the registry's mutex and take only the observer's own
+// mutex; the others come with no allocator lock held and may take the GIL.
 #pragma once
 
 #include "runtime/npu_runtime.h"

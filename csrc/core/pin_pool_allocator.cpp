@@ -29,13 +29,8 @@ PinPoolHostAllocatorImpl::PinPoolHostAllocatorImpl(at::HostAllocator* native)
     : native_(native),
       large_threshold_(large_block_threshold()),
       large_(new LargeBlocks(&own_stats_)),
-      observer_(g_observer.load(std::memory_order_relaxed)) {}
-
-// Note [Block map]
-// ~~~~~~~~~~~~~~~~
-// block_map_ alone says which blocks are ours, by start address. A lookup takes the address a
-// copy used (any byte of a block), never a ctx: an alias's ctx (from_numpy, DLPack, frombuffer)
-// is not a block. A Base block is bound on the way out of Base::allocate (allocate_eager).
+      observer_(g_observer.load(std::memory_order_relaxed)),
+      graphs_(observer_) {}
 
 namespace {
 thread_local void* t_unbound = nullptr;  // pinned by allocate_host_memory, not yet bound
@@ -43,7 +38,7 @@ thread_local void* t_unbound = nullptr;  // pinned by allocate_host_memory, not 
 
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_eager(size_t size) {
   // Settle what waits on its copies first, as ATen processes its events before it searches.
-  if (C10_UNLIKELY(pending_.load(std::memory_order_relaxed) != 0)) {
+  if (C10_UNLIKELY(fences_.pending())) {
     process_pending();
   }
   if (C10_UNLIKELY(size > large_threshold_) && pins_exact_now()) {
@@ -52,9 +47,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_eager(size_t size) {
   auto out = Base::allocate(size);
   // Not out.first: the pin's Base::allocate threw after allocate_host_memory.
   if (C10_UNLIKELY(t_unbound != nullptr) && std::exchange(t_unbound, nullptr) == out.first) {
-    std::lock_guard<std::mutex> lock(map_mutex_);
-    block_map_.at(reinterpret_cast<uintptr_t>(out.first)).block =
-        static_cast<PinBlock*>(out.second);
+    blocks_.bind(out.first, static_cast<PinBlock*>(out.second));  // Note [Block map]
   }
   if (out.second != nullptr) {
     static_cast<PinBlock*>(out.second)->set_state(BlockState::kInUse);  // Note [Block states]
@@ -107,10 +100,7 @@ void PinPoolHostAllocatorImpl::free_eager(PinBlock* block) {
     large_->put(block);
     return;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  block->set_state(BlockState::kAwaitingCopies);
-  pending_blocks_.emplace_back(block, std::move(fence));
-  update_pending_locked();
+  fences_.add_awaiting(block, std::move(fence));
 }
 
 void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* block) {
@@ -119,37 +109,16 @@ void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* block) {
   void* ptr = data.get();
   TORCH_CHECK(ptr != nullptr, "torch_npu's host allocator returned no memory for ", size,
               " bytes of pinned memory.");
-  {
-    std::lock_guard<std::mutex> lock(map_mutex_);
-    block_map_.emplace(reinterpret_cast<uintptr_t>(ptr), MappedBlock{std::move(data), size, block});
-  }
+  blocks_.insert(std::move(data), size, block);
   add_host_time(stats_.host_alloc_time, start);
   return ptr;
 }
 
 c10::DataPtr PinPoolHostAllocatorImpl::take_raw(void* ptr) {
   const auto start = std::chrono::steady_clock::now();
-  c10::DataPtr data;
-  {
-    std::lock_guard<std::mutex> lock(map_mutex_);
-    auto it = block_map_.find(reinterpret_cast<uintptr_t>(ptr));
-    TORCH_INTERNAL_ASSERT(it != block_map_.end(), "pinned block not in the block map");
-    data = std::move(it->second.data);
-    block_map_.erase(it);
-  }
+  c10::DataPtr data = blocks_.take(ptr);
   add_host_time(stats_.host_free_time, start);
   return data;
-}
-
-PinBlock* PinPoolHostAllocatorImpl::find_block(const void* ptr) {
-  const auto addr = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard<std::mutex> lock(map_mutex_);
-  auto it = block_map_.upper_bound(addr);
-  if (it == block_map_.begin()) {
-    return nullptr;
-  }
-  --it;
-  return addr < it->first + it->second.size ? it->second.block : nullptr;
 }
 
 void PinPoolHostAllocatorImpl::allocate_host_memory(size_t size, void** ptr) {
@@ -188,19 +157,9 @@ bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
 }
 #endif
 
-// Note [Is this stream capturing]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// ACTIVE or INVALIDATED: work enqueued there is captured (or dropped), never run, so no fence
-// or eager-use event is recorded there. ATen's stream_is_capturing hook asks this too.
-bool PinPoolHostAllocatorImpl::stream_capturing(const Stream& stream) {
-  const CaptureStatus status = capture_info(stream).status;
-  return status == CaptureStatus::kActive || status == CaptureStatus::kInvalidated;
-}
-
 std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate(size_t size) {
-  auto out = C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)
-                 ? allocate_eager(size)
-                 : allocate_during_capture(size);
+  auto out = C10_LIKELY(!graphs_.capture_underway()) ? allocate_eager(size)
+                                                     : allocate_during_capture(size);
   if (C10_UNLIKELY(observer_ != nullptr) && out.first != nullptr) {
     observer_->allocated(out.first);
   }
@@ -216,7 +175,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
     observer_->tensor_freed(block->ptr_);
   }
   if (C10_LIKELY(block->pool_ == nullptr && block->state() == BlockState::kInUse &&
-                 captures_underway_.load(std::memory_order_relaxed) == 0)) {
+                 !graphs_.capture_underway())) {
     free_eager(block);
     return;
   }
@@ -226,18 +185,18 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
   const Stream stream(Stream::UNCHECKED, s);
   if (C10_UNLIKELY(observer_ != nullptr)) {  // before ATen's event: Note [Completion probes]
-    PinBlock* block = find_block(ptr);
+    PinBlock* block = blocks_.find(ptr);
     if (block != nullptr && !stream_capturing(stream)) {  // captured: replays are checked
       observer_->used_by_copy(block->ptr_, block->size_, stream);
     }
   }
-  if (C10_LIKELY(captures_underway_.load(std::memory_order_relaxed) == 0)) {
+  if (C10_LIKELY(!graphs_.capture_underway())) {
     return Base::record_event(ptr, ctx, s) || record_eager_use(ptr, ctx, stream);
   }
-  PinBlock* block = find_block(ptr);
+  PinBlock* block = blocks_.find(ptr);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (CapturedGraph* graph = capturing_graph_locked(stream)) {
+    std::lock_guard<std::mutex> lock(graphs_.mutex());
+    if (CapturedGraph* graph = graphs_.capturing_on(stream)) {
       return record_captured_use(block, *graph);
     }
   }
@@ -253,7 +212,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
 
 // An eager use of a block Base does not list (a pool, large or captured block) or not ours.
 bool PinPoolHostAllocatorImpl::record_eager_use(void* ptr, void* ctx, Stream stream) {
-  PinBlock* block = find_block(ptr);
+  PinBlock* block = blocks_.find(ptr);
   if (block == nullptr) {
     return native_->record_event(ptr, ctx, stream.unwrap());
   }
@@ -277,8 +236,7 @@ bool UseFence::record() {
   }
   std::vector<Stream> still;
   for (const Stream& stream : unfenced_) {
-    Event event =
-        PinPoolHostAllocatorImpl::stream_capturing(stream) ? nullptr : try_record_on(stream);
+    Event event = stream_capturing(stream) ? nullptr : try_record_on(stream);
     if (event == nullptr) {
       still.push_back(stream);
     } else {
@@ -298,7 +256,7 @@ void PinPoolHostAllocatorImpl::empty_cache() {
 }
 
 at::HostStats PinPoolHostAllocatorImpl::stats() {
-  if (pending_.load(std::memory_order_relaxed) != 0) {
+  if (fences_.pending()) {
     process_pending();
   }
   at::HostStats stats = Base::getStats();
@@ -334,8 +292,8 @@ void PinPoolHostAllocatorImpl::reset_peak_stats() {
 // In the lock order (Note [Lock order]), each tried for a bounded time: a thread holding one may
 // wait on torch_npu's task queue, whose thread may need the GIL the forking thread holds. The
 // fork then goes on with the rest untaken, as it would without these handlers.
-std::array<std::mutex*, 4> PinPoolHostAllocatorImpl::fork_locks() {
-  return {&process_mutex_, &mutex_, &map_mutex_, &large_->mutex()};
+std::array<std::mutex*, 5> PinPoolHostAllocatorImpl::fork_locks() {
+  return {&process_mutex_, &graphs_.mutex(), &fences_.mutex(), &blocks_.mutex(), &large_->mutex()};
 }
 
 void PinPoolHostAllocatorImpl::lock_for_fork() {

@@ -85,6 +85,15 @@ int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg) {
   return launch == nullptr ? -1 : launch(stream.stream(), fn, arg);  // behind the queued work
 }
 
+// Note [Is this stream capturing]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ACTIVE or INVALIDATED: work enqueued there is captured (or dropped), never run, so no fence
+// or eager-use event is recorded there. ATen's stream_is_capturing hook asks this too.
+bool stream_capturing(const Stream& stream) {
+  const CaptureStatus status = capture_info(stream).status;
+  return status == CaptureStatus::kActive || status == CaptureStatus::kInvalidated;
+}
+
 bool captures_into(const Stream& stream, void* model) {
   const CaptureInfo info = capture_info(stream);
   return model != nullptr && info.status == CaptureStatus::kActive && info.model == model;

@@ -29,6 +29,8 @@ Fn acl_function(const char* name) {
 
 // Read without draining torch_npu's task queue; kNone without aclmdlRICaptureGetInfo.
 CaptureInfo capture_info(const Stream& stream);
+// Note [Is this stream capturing]: the one place the plugin asks.
+bool stream_capturing(const Stream& stream);
 // The filter routing an allocation or captured copy to the graph of `model`: ACTIVE into it.
 bool captures_into(const Stream& stream, void* model);
 

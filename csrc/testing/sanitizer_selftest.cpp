@@ -9,7 +9,7 @@
 // build carries one defect per sanitizer, each on the allocator's own types, reached only by
 // an explicit call (inject_sanitizer_report, never from the allocator):
 //   use_after_free   (address)    a PinBlock is deleted, then its graph_uses_ is read
-//   data_race        (thread)     two threads add to a GraphPool's bytes_held without mutex_
+//   data_race        (thread)     two threads add to a GraphPool's bytes_held without its lock
 //   signed_overflow  (undefined)  a block's byte count overflows an int
 // Only a sanitized build compiles this file (setup.py) and binds inject_sanitizer_report: the
 // production extension has none of it.
@@ -43,7 +43,7 @@ int64_t data_race() {
   GraphPool pool;
   auto add = [&pool] {
     for (int i = 0; i < 1000; ++i) {
-      pool.bytes_held += 1;  // unlocked: mutex_ guards it in the allocator
+      pool.bytes_held += 1;  // unlocked: the registry's mutex guards it
     }
   };
   std::thread first(add);

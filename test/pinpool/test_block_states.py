@@ -1,5 +1,5 @@
 """Every move of the block-state diagram (docs/design.md, "Block states"; Note [Block states] in
-csrc/core/pin_pool_allocator.h), walked by test/scenarios/block_states.py: at each step the block's
+csrc/core/pin_block.h), walked by test/scenarios/block_states.py: at each step the block's
 state, and what a user relies on - the bytes a replay or an eager copy delivers, the bytes held
 and in use (torch_npu_pinpool.host_memory_stats()), pool_stats(). The same walk with the plugin off
 (TORCH_NPU_PINPOOL=0) delivers the same bytes."""

@@ -1,6 +1,6 @@
 """One pool handle (``torch.npu.graph_pool_handle()``) captured into on two devices: the device
 allocator keeps a pool per device, and so does the plugin (Note [Pools per device] in
-csrc/graphs/capture_registry.cpp). Captures on two devices into one handle run at once, each
+csrc/core/graph_registry.cpp). Captures on two devices into one handle run at once, each
 device's graph owns its block (replays read 40 / 41 while another thread pins bait, -9), a reset of
 one device's graph leaves the other's pool alone, and every pinned byte comes back after reset; two
 captures into one pool on the *same* device stay refused.

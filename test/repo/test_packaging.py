@@ -290,7 +290,7 @@ def test_sdist_needs_no_torch_and_holds_the_sources(source_copy, tmp_path):
     assert {p for p in csrc if p.endswith((".h", ".cpp"))} <= names
     assert any(p.endswith(".h") for p in csrc) and any(p.endswith(".cpp") for p in csrc)
     # Every layer's folder (docs/design.md, "Shape"), the audit's and the test-only ones too.
-    for layer in ("core", "graphs", "copy", "audit", "runtime", "testing", "python"):
+    for layer in ("core", "copy", "audit", "runtime", "testing", "python"):
         assert any(n.startswith(f"csrc/{layer}/") and n.endswith(".cpp") or
                    n.startswith(f"csrc/{layer}/") and n.endswith(".h") for n in names), layer
     for needed in [

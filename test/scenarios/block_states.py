@@ -1,5 +1,5 @@
 """Walks pinned blocks through every transition of the block-state diagram (docs/design.md,
-Note [Block states] in csrc/core/pin_pool_allocator.h), and at each step notes what a user relies
+Note [Block states] in csrc/core/pin_block.h), and at each step notes what a user relies
 on: the bytes a replay or an eager copy delivers, the bytes held and in use
 (torch_npu_pinpool.host_memory_stats()) and the plugin's pool_stats(); with the plugin on, also each
 block's state (the debug binding _C.block_state). Nothing else runs: no state may change

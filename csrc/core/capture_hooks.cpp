@@ -1,4 +1,4 @@
-// The capture registry: every call that adds, ends or retires a capture or a graph.
+// The capture hooks: every call that adds, ends or retires a capture or a graph.
 #include <torch_npu/csrc/core/npu/NPUFunctions.h>
 
 #include <algorithm>
@@ -20,12 +20,6 @@ namespace torch_npu_pinpool {
 // <= 2.10: graph_begin registers the capture (model_filter). >= 2.11: it announces the graph
 // and begin_allocate_to_pool attaches the pool; release_pool ends only unannounced graphs
 // (Note [Releases without hooks]).
-//
-// Note [Pools per device]
-// ~~~~~~~~~~~~~~~~~~~~~~~
-// As torch_npu's device pools, a host pool is keyed (device, id): one id names an independent
-// pool on each device. The device is the current one, which torch_npu makes the capture device
-// in every hook but release_pool, which names no device (Note [Releases without hooks]).
 
 namespace {
 c10::DeviceIndex pool_hook_device() { return c10_npu::current_device(); }
@@ -40,103 +34,18 @@ CaptureFilter model_filter(CapturedGraph* graph) {
 }
 }  // namespace
 
-CapturedGraph* PinPoolHostAllocatorImpl::graph_locked(uint64_t handle) {
-  auto it = graphs_.find(handle);
-  return it == graphs_.end() ? nullptr : it->second;
-}
-
-// Note [Invalidated captures]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Filters match ACTIVE streams only, but an INVALIDATED stream (a captured task failed) is still
-// in its capture: a copy there belongs to the graph whose model the stream captures into.
-CapturedGraph* PinPoolHostAllocatorImpl::capturing_graph_locked(Stream stream) {
-  const c10::Stream s = stream.unwrap();
-  for (CapturedGraph* graph : capturing_) {
-    if (graph->filter(s)) {
-      return graph;
-    }
-  }
-  const CaptureInfo info = capture_info(stream);
-  if (info.status != CaptureStatus::kInvalidated) {
-    return nullptr;
-  }
-  for (CapturedGraph* graph : capturing_) {
-    if (graph->model.load() == info.model) {
-      return graph;
-    }
-  }
-  return nullptr;
-}
-
-CapturedGraph* PinPoolHostAllocatorImpl::new_graph_locked(bool announced) {
-  auto* graph = new CapturedGraph();
-  graph->handle = ++next_handle_;
-  graph->announced = announced;
-  graphs_.emplace(graph->handle, graph);
-  return graph;
-}
-
-void PinPoolHostAllocatorImpl::resume_capture_locked(CapturedGraph* graph, CaptureFilter filter) {
-  graph->filter = std::move(filter);
-  graph->state = CapturedGraph::State::kCapturing;
-  if (observer_ != nullptr) {
-    observer_->graph_capturing(graph->handle, true);
-  }
-  capturing_.push_back(graph);
-  captures_underway_.store(static_cast<int>(capturing_.size()), std::memory_order_relaxed);
-}
-
-// Note [Conditional nodes]
-// ~~~~~~~~~~~~~~~~~~~~~~~~
-// torch_npu >= 2.13 captures a torch.cond branch by end_allocate_to_pool and
-// begin_allocate_to_pool with the child model's filter (and back), inside one capture: a graph
-// of the pool whose capture stream still captures resumes with the new filter.
-CapturedGraph* PinPoolHostAllocatorImpl::graph_mid_capture_locked(c10::DeviceIndex device,
-                                                                  MempoolId pool_id) {
-  for (auto& [handle, graph] : graphs_) {
-    if (graph->state == CapturedGraph::State::kAlive && graph->pool != nullptr &&
-        graph->pool->id == pool_id && graph->pool->device == device &&
-        runtime_still_captures(graph)) {
-      return graph;
-    }
-  }
-  return nullptr;
-}
-
-void PinPoolHostAllocatorImpl::stop_capture_locked(CapturedGraph* graph) {
-  capturing_.erase(std::remove(capturing_.begin(), capturing_.end(), graph), capturing_.end());
-  captures_underway_.store(static_cast<int>(capturing_.size()), std::memory_order_relaxed);
-  graph->filter = nullptr;
-  graph->state = CapturedGraph::State::kAlive;
-  if (observer_ != nullptr) {
-    observer_->graph_capturing(graph->handle, false);
-  }
-}
-
 // It drops its pool use now, its blocks after its fence (graph_replays_over_locked).
 void PinPoolHostAllocatorImpl::graph_dies_locked(CapturedGraph* graph,
                                                  std::vector<c10::DataPtr>& released) {
-  if (graph->state == CapturedGraph::State::kCapturing) {
-    stop_capture_locked(graph);
-  }
   if (t_announced == graph) {
     t_announced = nullptr;
   }
-  graphs_.erase(graph->handle);
-  if (observer_ != nullptr) {
-    observer_->graph_died(graph->handle);
-  }
+  graphs_.remove(graph);
   if (graph->pool != nullptr) {
     drop_pool_use_locked(graph->pool, released);
     graph->pool = nullptr;
   }
-  unfenced_.push_back(graph);
-  update_pending_locked();
-}
-
-bool PinPoolHostAllocatorImpl::runtime_still_captures(CapturedGraph* graph) {
-  void* model = graph->model.load();
-  return graph->capture_stream.has_value() && captures_into(*graph->capture_stream, model);
+  fences_.add_dead(graph);
 }
 
 namespace {
@@ -166,45 +75,45 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
   if (observer_ != nullptr) {  // it may take the GIL: before the lock
     observer_->capture_into(pool_id);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
 #if PINPOOL_HAS_ATEN_HOST_POOLS
-  CapturedGraph* graph = new_graph_locked(/*announced=*/true);
+  CapturedGraph* graph = graphs_.add(/*announced=*/true);
   t_announced = graph;
 #else
-  GraphPool* pool = pool_for_capture_locked(pool_hook_device(), pool_id);  // may throw: first
-  CapturedGraph* graph = new_graph_locked(/*announced=*/true);
+  GraphPool* pool = graphs_.pool_for_capture(pool_hook_device(), pool_id);  // may throw: first
+  CapturedGraph* graph = graphs_.add(/*announced=*/true);
   graph->pool = pool;
   graph->pool->graphs++;  // the capture's use of its pool, the graph's once it ends
-  resume_capture_locked(graph, model_filter(graph));
+  graphs_.start_capture(graph, model_filter(graph));
 #endif
   return graph->handle;
 }
 
 void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) {
   const c10::DeviceIndex device = pool_hook_device();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
   CapturedGraph* graph = t_announced;
   t_announced = nullptr;
   if (graph == nullptr) {
-    if (CapturedGraph* parent = graph_mid_capture_locked(device, pool_id)) {
-      resume_capture_locked(parent, std::move(filter));  // Note [Conditional nodes]
+    if (CapturedGraph* parent = graphs_.mid_capture(device, pool_id)) {
+      graphs_.start_capture(parent, std::move(filter));  // Note [Conditional nodes]
       return;
     }
   }
-  GraphPool* pool = pool_for_capture_locked(device, pool_id);  // may throw: first
+  GraphPool* pool = graphs_.pool_for_capture(device, pool_id);  // may throw: first
   if (graph == nullptr || graph->state != CapturedGraph::State::kAnnounced) {
-    graph = new_graph_locked(/*announced=*/false);
+    graph = graphs_.add(/*announced=*/false);
   }
   graph->pool = pool;
   graph->pool->graphs++;
-  resume_capture_locked(graph, std::move(filter));
+  graphs_.start_capture(graph, std::move(filter));
 }
 
 void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
   const Stream stream = c10_npu::getCurrentNPUStream();
   const CaptureInfo info = capture_info(stream);
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  CapturedGraph* graph = graphs_.find(handle);
   TORCH_CHECK(graph != nullptr && graph->state == CapturedGraph::State::kCapturing,
               "torch_npu_pinpool: NPUGraph.capture_begin returned but torch_npu did not hand the "
               "capture to the host allocator (begin_allocate_to_pool). This torch_npu build is "
@@ -219,30 +128,27 @@ void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
 
 void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
   const c10::DeviceIndex device = pool_hook_device();
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (CapturedGraph* graph : capturing_) {
-    if (graph->pool->id == pool_id && graph->pool->device == device) {
-      stop_capture_locked(graph);
-      return;
-    }
-  }
-  // Else a retried capture_end: >= 2.12 calls this before checking the runtime's answer.
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  if (CapturedGraph* graph = graphs_.capturing_into(device, pool_id)) {
+    graphs_.stop_capture(graph);
+  }  // else a retried capture_end: >= 2.12 calls this before checking the runtime's answer.
 }
 
 void PinPoolHostAllocatorImpl::graph_end(uint64_t handle, MempoolId pool_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  CapturedGraph* graph = graphs_.find(handle);
   TORCH_CHECK(graph != nullptr, "torch_npu_pinpool: graph ", handle,
               " is not registered (its capture ended twice?).");
   if (graph->state == CapturedGraph::State::kCapturing) {
-    stop_capture_locked(graph);  // <= 2.10
+    graphs_.stop_capture(graph);  // <= 2.10
   }
   GraphPool* pool = graph->pool;
-  if (pool->id == MempoolId{0, 0}) {  // <= 2.10: NPUGraph::pool() answers after capture_end
-    TORCH_CHECK(live_pool_locked(pool->device, pool_id) == nullptr,
+  if (pool->state == GraphPool::State::kUnbound) {  // <= 2.10: pool() answers after capture_end
+    TORCH_CHECK(graphs_.live_pool(pool->device, pool_id) == nullptr,
                 "torch_npu_pinpool: memory pool (", pool_id.first, ", ", pool_id.second,
                 ") on device ", static_cast<int>(pool->device), " is already bound.");
     pool->id = pool_id;
+    pool->state = GraphPool::State::kLive;
   }
 }
 
@@ -252,15 +158,15 @@ void PinPoolHostAllocatorImpl::graph_end(uint64_t handle, MempoolId pool_id) {
 // capturing stays registered (resumed after capture_end only) for a retry.
 bool PinPoolHostAllocatorImpl::capture_failed(uint64_t handle, bool at_end) {
   std::vector<c10::DataPtr> released;  // dies after the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  CapturedGraph* graph = graphs_.find(handle);
   if (graph == nullptr) {
     return false;
   }
   const bool registered = graph->state == CapturedGraph::State::kCapturing;
-  if ((registered || at_end) && runtime_still_captures(graph)) {
+  if ((registered || at_end) && graph->runtime_still_captures()) {
     if (!registered) {
-      resume_capture_locked(graph, model_filter(graph));
+      graphs_.start_capture(graph, model_filter(graph));
     }
     return true;
   }
@@ -272,27 +178,8 @@ bool PinPoolHostAllocatorImpl::capture_failed(uint64_t handle, bool at_end) {
   return false;
 }
 
-// Note [Replay fences]
-// ~~~~~~~~~~~~~~~~~~~~
-// A dead graph's fence is an event on each stream it was replayed on (the capture device's
-// current stream; never a capturing one), recorded by the pass its death asks for: one event per
-// stream for the graphs that died since the last pass, unless one already covers it (Note
-// [Shared fences]). A pass never waits (nor does
-// host_empty_cache(), as ATen's only queries its events): it retires every completed fence in
-// flight, on whichever stream, so a busy stream holds back only the graphs replayed on it; and a
-// synchronize() after a reset lets the next pass give the graph's blocks back. Late, never
-// early. graph_replay takes no lock for the (graph, stream) this thread noted last.
-//
-// Note [Shared fences]
-// ~~~~~~~~~~~~~~~~~~~~
-// replays_enqueued_ counts replays whose work is already enqueued: the hooks call graph_replay
-// after torch_npu's replay returned. A fence keeps the count it read before its record. If a
-// fence of stream S kept the count as it is now, no replay was enqueued since it read it, so
-// every replay a dead graph enqueued on S precedes that fence: the graph joins it while it is in
-// flight, and needs none on S once it completed. So resetting many graphs after their replays
-// records one event per stream, not one per graph (bench P9); a replay in between (a decode loop)
-// makes the next death record its own, as before. Only a pass (process_mutex_) changes fences_
-// and settled_, so what a pass finds covering a graph is still there when the graph joins it.
+// A replay notes its stream for the graph's fence (Note [Replay fences]), taking no lock for the
+// (graph, stream) this thread noted last.
 namespace {
 struct NotedReplay {
   uint64_t handle{0};
@@ -303,13 +190,13 @@ thread_local std::array<NotedReplay, 8> t_replays_noted{};
 }  // namespace
 
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
-  replays_enqueued_.fetch_add(1);  // Note [Shared fences]
+  fences_.note_replay();  // Note [Shared fences]
   NotedReplay& noted = t_replays_noted[handle % t_replays_noted.size()];
   if (noted.handle == handle && c10_npu::getCurrentNPUStream(noted.device).id() == noted.stream) {
     return;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = graph_locked(handle);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  CapturedGraph* graph = graphs_.find(handle);
   if (graph != nullptr && graph->pool != nullptr) {
     const Stream stream = c10_npu::getCurrentNPUStream(graph->pool->device);
     auto& streams = graph->replay_streams;
@@ -322,8 +209,8 @@ void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
 
 void PinPoolHostAllocatorImpl::graph_died(uint64_t handle) {
   std::vector<c10::DataPtr> released;  // dies after the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (CapturedGraph* graph = graph_locked(handle)) {
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  if (CapturedGraph* graph = graphs_.find(handle)) {
     graph_dies_locked(graph, released);
   }
 }
@@ -349,20 +236,8 @@ void PinPoolHostAllocatorImpl::release_pool(MempoolId pool_id) {
   }
   {
     std::vector<c10::DataPtr> released;  // dies after the lock
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<CapturedGraph*> alive;  // unannounced graphs of the id, on any device
-    for (auto& [handle, graph] : graphs_) {
-      if (!graph->announced && graph->state == CapturedGraph::State::kAlive &&
-          graph->pool != nullptr && graph->pool->named(pool_id)) {
-        alive.push_back(graph);
-      }
-    }
-    if (alive.empty() ||  // release_pool ends no capture
-        static_cast<size_t>(++unmatched_releases_[pool_id]) < alive.size()) {
-      return;
-    }
-    unmatched_releases_.erase(pool_id);
-    for (CapturedGraph* graph : alive) {
+    std::lock_guard<std::mutex> lock(graphs_.mutex());
+    for (CapturedGraph* graph : graphs_.release_without_hooks(pool_id)) {
       graph_dies_locked(graph, released);
     }
   }
@@ -374,10 +249,10 @@ bool PinPoolHostAllocatorImpl::keep_for_replays(const Stream& stream,
                                                 std::shared_ptr<void> state) {
   std::vector<PinBlock*> found;
   for (const auto& [ptr, ctx] : blocks) {
-    found.push_back(find_block(ptr));  // not under mutex_
+    found.push_back(blocks_.find(ptr));  // not under the registry's mutex
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  CapturedGraph* graph = capturing_graph_locked(stream);
+  std::lock_guard<std::mutex> lock(graphs_.mutex());
+  CapturedGraph* graph = graphs_.capturing_on(stream);
   if (graph == nullptr) {
     return false;
   }

@@ -13,8 +13,9 @@ recorded by hand is not a result. The records of other projects' test files run 
 ci/upstream.sh`` (``ci/lib/upstream_record.py``) in each directory's ``upstream/``
 (``ci/results/upstream/`` in the repository) become the "Upstream tests" section, and the
 records of the differential fuzzer's long runs (``python test/fuzz/cli.py ... --record DIR/fuzz``)
-in each directory's ``fuzz/`` the "Differential fuzzer" section. Plain Python, no third-party
-imports.
+in each directory's ``fuzz/`` the "Differential fuzzer" section, and the newest record of the
+test command (``ci/lib/command_record.py``) in a ``command/`` the "The test command" section.
+Plain Python, no third-party imports.
 """
 
 from __future__ import annotations
@@ -268,6 +269,24 @@ def fuzz_section(records: list[dict[str, object]]) -> list[str]:
     return out
 
 
+COMMAND_FIELDS = ("kind", "command", "seconds", "cores", "rows", "commit", "date")
+
+
+def command_section(records: list[dict[str, object]]) -> list[str]:
+    """The newest run of the test command: its wall time, cores, and the rows it printed."""
+    if not records:
+        return []
+    r = max(records, key=lambda r: str(r["date"]))
+    return [
+        "", "## The test command", "",
+        f"`{r['command']}` at {r['commit']} ({r['date']}, {r['cores']} cores): "
+        f"{int(r['seconds']) // 60} min {int(r['seconds']) % 60} s, recorded by ci/test.sh "
+        "(ci/lib/command_record.py). A row's time is its leg's; a pair's setup row says how long "
+        "its environment and the plugin build took.", "", "```",
+        *[str(line) for line in r["rows"]], "```",
+    ]
+
+
 def render(
     dirs: list[Path], pairs: list[str] | None = None, builds: list[str] | None = None
 ) -> str:
@@ -279,7 +298,8 @@ def render(
     body = rows(summaries, all_pairs() if pairs is None else pairs, builds)
     upstream = upstream_section(load_upstream(dirs))
     fuzz = fuzz_section(load_records(dirs, "fuzz", FUZZ_FIELDS))
-    return HEADER + "\n".join(body + upstream + fuzz) + "\n"
+    command = command_section(load_records(dirs, "command", COMMAND_FIELDS))
+    return HEADER + "\n".join(body + upstream + fuzz + command) + "\n"
 
 
 def main(argv: list[str]) -> int:

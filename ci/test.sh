@@ -91,6 +91,7 @@ for p in "${pairs[@]}" "${optional[@]}"; do [[ "$p" == *@* ]] || plain=1; done
 banner summary
 printf '%-24s %-7s %6s  %s\n' leg result time detail
 cat "$ROWS"
+python3 ci/lib/command_record.py --seconds $((SECONDS - t_all)) --rows "$ROWS" --out "$RESULTS"
 rm -f "$ROWS"
 python3 ci/lib/newer_releases.py 2>/dev/null || true
 echo "leg summaries: $RESULTS (render them: python ci/render_results.py)"

@@ -224,3 +224,26 @@ def test_fuzz_record_and_section(tmp_path, monkeypatch):
     assert cells[3:9] == ["0-2", "24", "3", "1 (1: pins)", "1", "2 min"], cells
     assert cells[-1] == "`python test/fuzz/cli.py --seeds 0-2 --record DIR`"
     assert "## Differential fuzzer" not in render_results.render([tmp_path / "x"], pairs=["2.10"])
+
+
+def test_command_record_and_section(tmp_path):
+    """ci/test.sh's record of its own run (ci/lib/command_record.py) becomes the page's "The test
+    command" section: the wall time and the rows it printed, the newest record winning."""
+    rows = tmp_path / "rows"
+    rows.write_text("2.14 setup               PASS      300s  env 95s, plugin build 205s\n")
+    for seconds, date in ((2000, "2026-11-28"), (1750, None)):
+        r = subprocess.run([sys.executable, str(REPO / "ci/lib/command_record.py"), "--seconds",
+                            str(seconds), "--rows", str(rows), "--out", str(tmp_path / "new")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        if date:  # an older record in another directory
+            record = tmp_path / "new" / "command" / "test-command.json"
+            data = json.loads(record.read_text())
+            (tmp_path / "old" / "command").mkdir(parents=True)
+            (tmp_path / "old" / "command" / record.name).write_text(
+                json.dumps({**data, "date": date}))
+    page = render_results.render([tmp_path / "old", tmp_path / "new"], pairs=["2.14"])
+    section = page.split("## The test command", 1)[1]
+    assert "29 min 10 s" in section and "33 min" not in section
+    assert "env 95s, plugin build 205s" in section
+    assert "## The test command" not in render_results.render([tmp_path / "x"], pairs=["2.14"])

@@ -13,12 +13,12 @@
 #   PINPOOL_SANITIZE_CI=1                an ASan leg after them (ci/legs/sanitize.sh)
 #   PINPOOL_ARCH=aarch64                 the aarch64 legs instead (ci/legs/aarch64.sh)
 #
-# Optional pairs (the other pairs of PINPOOL_ALL_PAIRS, x86_64, no PINPOOL_PAIRS) run only when
-# cached (`bash ci/lib/envsetup.sh PAIR --cached`) and the time used leaves room within
-# PINPOOL_BUDGET_MIN (70 of CI's 90 min) for a pair estimated at the longest so far, at least
-# PINPOOL_LEG_MIN (10); they start at another one each day, so every cached pair runs within a
-# week. A leg not run is a row saying why and how to run it. Then the compile check against
-# PINPOOL_NEXT_TORCH (ci/legs/next_torch.sh) and a notice of newer torch_npu releases.
+# The pairs after the first have their envs made in the background meanwhile. Optional pairs
+# (the other pairs of PINPOOL_ALL_PAIRS, x86_64, no PINPOOL_PAIRS) run only when cached and the
+# time used leaves room within PINPOOL_BUDGET_MIN (70 of CI's 90 min) for a pair estimated at the
+# longest so far, at least PINPOOL_LEG_MIN (10); they start at another one each day, so every
+# cached pair runs within a week. A leg not run is a row saying why and how to run it. Then the
+# compile check against PINPOOL_NEXT_TORCH (ci/legs/next_torch.sh), newer torch_npu releases.
 # Exit 0 GREEN; 1 RED: a leg failed (pytest exit 5, no test collected, fails it); 2: unknown pair
 # or PINPOOL_ARCH. Leg summaries: PINPOOL_RESULTS_DIR (python ci/render_results.py renders them).
 set -uo pipefail
@@ -66,6 +66,7 @@ leg() {
     ((SECONDS - t0 <= LEG_S)) || LEG_S=$((SECONDS - t0))
 }
 
+for p in "${pairs[@]:1}"; do prefetch_env "$p"; done # while the first pair runs
 leg ci/legs/lint.sh "${pairs[0]}"
 if [[ -n "${PINPOOL_SANITIZE:-}" ]]; then
     for p in "${pairs[@]}"; do leg ci/legs/sanitize.sh "$p" "$PINPOOL_SANITIZE" "$@"; done
@@ -83,8 +84,7 @@ if [[ -z "${PINPOOL_SANITIZE:-}" && "${PINPOOL_SANITIZE_CI:-0}" == 1 ]]; then
     leg ci/legs/sanitize.sh "${PINPOOL_SANITIZE_CI_PAIR:-2.14}" address \
         --budget-left $((BUDGET_S - (SECONDS - t_all))) "$@"
 fi
-plain=0
-for p in "${pairs[@]}" "${optional[@]}"; do [[ "$p" == *@* ]] || plain=1; done
+plain=0 && for p in "${pairs[@]}" "${optional[@]}"; do [[ "$p" == *@* ]] || plain=1; done
 [[ -z "$PINPOOL_NEXT_TORCH" || "$ARCH" != x86_64 || $plain == 0 ]] ||
     leg ci/legs/next_torch.sh "$PINPOOL_NEXT_TORCH"
 

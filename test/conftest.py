@@ -1,8 +1,9 @@
 """Shared pytest fixtures.
 
 Allocator and runtime state is process-global (the host allocator registry, the simulated
-runtime, torch_npu's caches), so every scenario that touches it runs in a fresh interpreter
-through ``run_isolated``.
+runtime, torch_npu's caches), so every scenario that touches it runs in a process of its own
+(``scenario`` / ``run_isolated``), forked from a torch-only interpreter where that equals a fresh
+one (test/forkserver.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
+from forkserver import ForkServer
 
 _RESULT_TAG = "PINPOOL_RESULT:"
 
@@ -45,35 +47,25 @@ class Isolated:
 def _run_child(
     argv: list[str], what: str, env: dict[str, str] | None, timeout: float, expect_ok: bool
 ) -> Isolated:
-    """Run ``python ARGV`` in a fresh interpreter and parse its ``PINPOOL_RESULT:`` line.
+    """Run ``python ARGV`` in its own process and parse its ``PINPOOL_RESULT:`` line.
 
     The child gets this process's environment plus ``env`` and starts in an empty directory:
     from the repository root the source ``torch_npu_pinpool/`` (no compiled ``_C``) would shadow
-    the installed plugin. With ``expect_ok`` a non-zero exit fails the calling test with the
-    child's output attached.
+    the installed plugin. It is forked from a torch-only interpreter when that is the same as a
+    fresh one (Note [Scenarios forked from a torch-only interpreter], test/forkserver.py). With
+    ``expect_ok`` a non-zero exit fails the calling test with the child's output attached.
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
     # Emulated runs (the aarch64 leg under qemu-user) are several times slower than native.
     timeout *= float(os.environ.get("PINPOOL_TIMEOUT_SCALE", "1"))
     with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
-        child = subprocess.Popen(
-            [sys.executable, *argv],
-            env=full_env,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        with child:
-            try:
-                stdout, stderr = child.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.communicate()
-                raise
-        proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
-    _fail_on_sanitizer_report(child.pid, what, proc)
+        server = _fork_server()
+        if server is not None and server.serves(full_env):
+            pid, proc = _run_forked(server, argv, full_env, cwd, timeout)
+        else:
+            pid, proc = _run_fresh(argv, full_env, cwd, timeout)
+    _fail_on_sanitizer_report(pid, what, proc)
     value = None
     for line in proc.stdout.splitlines():
         if line.startswith(_RESULT_TAG):
@@ -85,6 +77,54 @@ def _run_child(
             pytrace=False,
         )
     return Isolated(proc.returncode, proc.stdout, proc.stderr, value)
+
+
+def _run_fresh(
+    argv: list[str], env: dict[str, str], cwd: str, timeout: float
+) -> tuple[int, subprocess.CompletedProcess]:
+    child = subprocess.Popen(
+        [sys.executable, *argv],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise
+    return child.pid, subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
+
+
+def _run_forked(
+    server: ForkServer, argv: list[str], env: dict[str, str], cwd: str, timeout: float
+) -> tuple[int, subprocess.CompletedProcess]:
+    with tempfile.TemporaryDirectory(prefix="pinpool-out-") as out_dir:  # not in the child's cwd
+        out, err = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
+        pid, returncode = server.run(argv, env, cwd, out, err, timeout)
+        with open(out, encoding="utf-8", errors="replace") as f_out, open(
+            err, encoding="utf-8", errors="replace"
+        ) as f_err:
+            stdout, stderr = f_out.read(), f_err.read()
+    return pid, subprocess.CompletedProcess([sys.executable, *argv], returncode, stdout, stderr)
+
+
+_server: list[ForkServer | None] = []
+
+
+def _fork_server() -> ForkServer | None:
+    """This process's fork server, started on first use; None where it must not be used: a
+    sanitizer leg (its runtime is preloaded, its reports found by pid) or
+    PINPOOL_TEST_FORKSERVER=0."""
+    if not _server:
+        off = os.environ.get("PINPOOL_TEST_FORKSERVER", "1") == "0"
+        sanitized = any(os.environ.get(v) for v in ("PINPOOL_SANITIZER_REPORTS", "LD_PRELOAD"))
+        _server.append(None if off or sanitized else ForkServer())
+    return _server[0]
 
 
 def _fail_on_sanitizer_report(pid: int, what: str, proc: subprocess.CompletedProcess) -> None:
@@ -140,8 +180,8 @@ def run_scenario(
     timeout: float = 300.0,
     expect_ok: bool = True,
 ) -> Isolated:
-    """Run ``test/scenarios/<name>.py`` by path in a fresh interpreter (its own process, so
-    allocator state never leaks between scenarios) and return what it ``report()``-ed.
+    """Run ``test/scenarios/<name>.py`` by path in a process of its own (so allocator state
+    never leaks between scenarios) and return what it ``report()``-ed.
     ``env`` is added to the environment (``TORCH_NPU_PINPOOL=0``: plugin off)."""
     path = os.path.join(SCENARIOS, name if name.endswith(".py") else name + ".py")
     return _run_child([path, *(args or [])], f"scenario {name}", env, timeout, expect_ok)

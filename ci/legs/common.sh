@@ -10,6 +10,8 @@
 #   row LABEL RESULT TIME DETAIL    one row of the table (RESULT: PASS, FAIL or "not run")
 #   activate PAIR                   `source ci/sim-env.sh PAIR` (creates / reuses the env)
 #   install_plugin PAIR             ci/lib/install-plugin.sh into the active env, log in ENVS
+#   prefetch_env PAIR               create a plain x86_64 pair's env in the background (log
+#                                   ENVS/PAIR.prefetch.log); its `activate` later waits for it
 #   xdist                           the pytest-xdist options (PINPOOL_XDIST workers, default 2;
 #                                   0 or no xdist: none), one a line
 #   record_leg LEG JUNIT RC         the leg's summary for docs/test-results.md (never fails)
@@ -43,6 +45,16 @@ install_plugin() {
         return 1
     fi
     echo "installed: $(python -m pip show torch_npu_pinpool 2>/dev/null | grep -E '^(Name|Version):' | tr '\n' ' ')"
+}
+
+prefetch_env() {
+    # Downloading and unpacking a pair's wheels is mostly waiting on the network and the disk,
+    # which the pair before it leaves free. envsetup.sh's lock (ROOT/PAIR.lock) makes the pair's
+    # own `activate` wait for it, and redo it if it failed.
+    [[ "$ARCH" == x86_64 && "$1" != *@* ]] || return 0
+    bash ci/lib/envsetup.sh "$1" --cached 2>/dev/null && return 0
+    mkdir -p "$ENVS"
+    bash ci/lib/envsetup.sh "$1" >/dev/null 2>"$ENVS/$1.prefetch.log" &
 }
 
 xdist() {

@@ -1,6 +1,6 @@
 """Runtime-neutral helpers for the plugin's scenario files (``test/scenarios/*.py``).
 
-A scenario is a small program that runs by path in a fresh interpreter, on a real Ascend NPU or
+A scenario is a small program that runs by path in a process of its own, on a real Ascend NPU or
 on the simulated CANN runtime alike::
 
     python test/scenarios/<name>.py            # plugin on

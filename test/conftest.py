@@ -106,9 +106,7 @@ def _run_forked(
     with tempfile.TemporaryDirectory(prefix="pinpool-out-") as out_dir:  # not in the child's cwd
         out, err = os.path.join(out_dir, "stdout"), os.path.join(out_dir, "stderr")
         pid, returncode = server.run(argv, env, cwd, out, err, timeout)
-        with open(out, encoding="utf-8", errors="replace") as f_out, open(
-            err, encoding="utf-8", errors="replace"
-        ) as f_err:
+        with open(out, errors="replace") as f_out, open(err, errors="replace") as f_err:
             stdout, stderr = f_out.read(), f_err.read()
     return pid, subprocess.CompletedProcess([sys.executable, *argv], returncode, stdout, stderr)
 

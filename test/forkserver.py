@@ -18,7 +18,7 @@ The child then runs the script as ``python SCRIPT ARGS`` would: its own ``__main
 ``sys.path[0]``, cwd, stdout and stderr, the exit status of an uncaught exception, and the
 interpreter's own shutdown (threads joined, ``atexit`` handlers, buffers flushed).
 Sanitizer legs (an ``LD_PRELOAD``-ed runtime, reports found by pid) never use it, nor does
-``PINPOOL_TEST_FORKSERVER=0``.
+``PINPOOL_TEST_FORKSERVER=0``, in the session's environment or in one test's ``env``.
 
 Run by path, it is the server: JSON requests on stdin, one reply line per event on stdout.
 """
@@ -83,6 +83,8 @@ class ForkServer:
     def serves(self, env: dict[str, str]) -> bool:
         """Whether a child with environment ``env`` may be forked from this server."""
         if not self.usable or self._proc.poll() is not None:
+            return False
+        if env.get("PINPOOL_TEST_FORKSERVER") == "0":  # this child asks for a fresh interpreter
             return False
         names = env.keys() | self._env.keys()
         return all(env.get(n) == self._env.get(n) or _fork_safe(n) for n in names)

@@ -69,6 +69,7 @@ def test_environment_torch_reads_is_never_forked(server):
         ("TORCH_DEVICE_BACKEND_AUTOLOAD", "1"),
         ("PYTHONPATH", "/elsewhere"),
         ("LD_PRELOAD", "libx.so"),
+        ("PINPOOL_TEST_FORKSERVER", "0"),
         ("OMP_NUM_THREADS", "7"),
     ]:
         assert not server.serves({**base, name: value}), name

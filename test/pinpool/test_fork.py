@@ -33,10 +33,13 @@ def test_fork_while_another_thread_empties_the_cache(scenario, plugin):
     host_empty_cache() waited for such replays holding a lock a child would block on)."""
     if under_thread_sanitizer():
         pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
-    env = env_for(plugin, FORK_BUSY=1, CHILD_TIMEOUT_S=30)
+    # A fresh interpreter, as before test/forkserver.py: forked from it, the plugin's grandchild
+    # hung in ~1 of 4 runs without the simulator's API on 2.10 (native never; issue #50's note).
+    env = env_for(plugin, FORK_BUSY=1, CHILD_TIMEOUT_S=30, PINPOOL_TEST_FORKSERVER=0)
     o = scenario("fork_child", env=env, timeout=300).result
     assert o["status"] == 0, o
     assert o["values"] == [4.0] and o["graph"] == [2.0], o
     if plugin:
-        native = scenario("fork_child", env=env_for(False, FORK_BUSY=1, CHILD_TIMEOUT_S=30)).result
+        env = env_for(False, FORK_BUSY=1, CHILD_TIMEOUT_S=30, PINPOOL_TEST_FORKSERVER=0)
+        native = scenario("fork_child", env=env).result
         assert o["child"] == native["child"], (o, native)

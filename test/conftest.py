@@ -8,6 +8,7 @@ one (test/forkserver.py).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -111,18 +112,14 @@ def _run_forked(
     return pid, subprocess.CompletedProcess([sys.executable, *argv], returncode, stdout, stderr)
 
 
-_server: list[ForkServer | None] = []
-
-
+@functools.cache
 def _fork_server() -> ForkServer | None:
     """This process's fork server, started on first use; None where it must not be used: a
     sanitizer leg (its runtime is preloaded, its reports found by pid) or
-    PINPOOL_TEST_FORKSERVER=0."""
-    if not _server:
-        off = os.environ.get("PINPOOL_TEST_FORKSERVER", "1") == "0"
-        sanitized = any(os.environ.get(v) for v in ("PINPOOL_SANITIZER_REPORTS", "LD_PRELOAD"))
-        _server.append(None if off or sanitized else ForkServer())
-    return _server[0]
+    PINPOOL_TEST_FORKSERVER=0 (a test's own ``env`` may ask it too: ForkServer.serves)."""
+    off = os.environ.get("PINPOOL_TEST_FORKSERVER", "1") == "0"
+    sanitized = any(os.environ.get(v) for v in ("PINPOOL_SANITIZER_REPORTS", "LD_PRELOAD"))
+    return None if off or sanitized else ForkServer()
 
 
 def _fail_on_sanitizer_report(pid: int, what: str, proc: subprocess.CompletedProcess) -> None:

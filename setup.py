@@ -130,6 +130,7 @@ AUDIT_SOURCES = [
     "csrc/audit/audit.cpp",
     "csrc/audit/audit_sites.cpp",
     "csrc/audit/completion_probe.cpp",
+    "csrc/audit/ending_signals.cpp",
 ]
 SANITIZER_SOURCES = ["csrc/testing/sanitizer_selftest.cpp"]
 

@@ -13,7 +13,8 @@ path (atexit) and, where the process would die without one, by the plugin's own 
   installed at activation (main thread only: Python sets handlers there) and whenever the
   program later sets SIG_DFL for them: ``signal.signal`` / ``signal.getsignal`` are wrapped so
   that the program never sees the plugin's handler (it reads SIG_DFL) and gets it back on
-  SIG_DFL.
+  SIG_DFL. A signal that lands on another thread is sent on to the main thread, whose waits it
+  interrupts (Note [Ending signals reach the main thread], csrc/audit/ending_signals.h).
 * A handler of the program's (installed before or after activation) is left alone: it runs as
   it would, and when it ends the process the usual way (``sys.exit(3)``, KeyboardInterrupt from
   Python's default SIGINT handler, a graceful shutdown that returns from main), the exit path
@@ -202,12 +203,22 @@ def _on_request(signum: int, frame: Any) -> None:
         _writer.now()
 
 
+def _install_die_like_default(signum: int) -> Any:
+    """Installs ``_die_like_default`` for ``signum``, reached from any thread (Note [Ending
+    signals reach the main thread]); returns the previous handler."""
+    previous = _original_signal(signum, _die_like_default)
+    if _writer is not None:
+        _writer.ext.route_to_main_thread(int(signum))
+    return previous
+
+
 def _signal(signalnum: Any, handler: Any) -> Any:
     """``signal.signal``, except that SIG_DFL for SIGTERM / SIGINT installs the plugin's
     report-then-default handler; the program reads back what it set."""
     if signalnum in ENDING_SIGNALS and handler == signal.SIG_DFL and _writer is not None:
-        handler = _die_like_default
-    previous = _original_signal(signalnum, handler)
+        previous = _install_die_like_default(signalnum)
+    else:
+        previous = _original_signal(signalnum, handler)
     return signal.SIG_DFL if previous is _die_like_default else previous
 
 
@@ -221,7 +232,7 @@ def _install_handlers() -> None:
         return  # Python sets handlers on the main thread only: the exit path still reports
     for signum in ENDING_SIGNALS:
         if _original_getsignal(signum) == signal.SIG_DFL:
-            _original_signal(signum, _die_like_default)
+            _install_die_like_default(signum)
     if _original_getsignal(REQUEST_SIGNAL) == signal.SIG_DFL:  # a program's own stays its own
         _original_signal(REQUEST_SIGNAL, _on_request)
     signal.signal = _signal

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/fork_gate.h"
 #include "core/large_blocks.h"
 
 namespace torch_npu_pinpool {
@@ -289,18 +290,16 @@ void PinPoolHostAllocatorImpl::reset_peak_stats() {
   own_stats_.reset_peak();
 }
 
-// In the lock order (Note [Lock order]), each tried for a bounded time: a thread holding one may
-// wait on torch_npu's task queue, whose thread may need the GIL the forking thread holds. The
-// fork then goes on with the rest untaken, as it would without these handlers.
+// In the lock order (Note [Lock order]), each tried for kForkWait (Note [Fork gate]); the fork
+// then goes on with the rest untaken, as it would without these handlers.
 std::array<std::mutex*, 5> PinPoolHostAllocatorImpl::fork_locks() {
   return {&process_mutex_, &graphs_.mutex(), &fences_.mutex(), &blocks_.mutex(), &large_->mutex()};
 }
 
 void PinPoolHostAllocatorImpl::lock_for_fork() {
-  constexpr auto kTry = std::chrono::milliseconds(200);
   fork_locked_ = 0;
   for (std::mutex* lock : fork_locks()) {
-    const auto give_up = std::chrono::steady_clock::now() + kTry;
+    const auto give_up = std::chrono::steady_clock::now() + kForkWait;
     while (!lock->try_lock()) {
       if (std::chrono::steady_clock::now() >= give_up) {
         return;
@@ -330,13 +329,18 @@ void PinPoolHostAllocatorImpl::unlock_after_fork() {
 namespace {
 std::atomic<PinPoolHostAllocator*> g_allocator{nullptr};
 
-// Event records go through torch_npu's task queue, whose thread may need the GIL.
+// Event records go through torch_npu's task queue, whose thread may need the GIL. A Pass either
+// way (Note [Fork gate]).
 template <typename Fn>
 void without_gil(Fn&& fn) {
   if (Py_IsInitialized() && PyGILState_Check()) {
-    Py_BEGIN_ALLOW_THREADS fn();
+    Py_BEGIN_ALLOW_THREADS {
+      ForkGate::Pass pass;
+      fn();
+    }
     Py_END_ALLOW_THREADS
   } else {
+    ForkGate::Pass pass;
     fn();
   }
 }
@@ -352,9 +356,11 @@ std::mutex& activation_mutex() {
 }
 std::atomic<bool> g_registered{false};
 
-// Note [Forked children]: a fork happens with none of our locks held by another thread.
+// Note [Forked children]: a fork happens with no thread in a Pass (Note [Fork gate]) and none of
+// our locks held by another thread.
 void on_fork_prepare() {
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
+    ForkGate::close(kForkWait);
     ours->impl().lock_for_fork();
   }
 }
@@ -362,6 +368,7 @@ void on_fork_prepare() {
 void on_fork_parent() {
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
     ours->impl().unlock_after_fork();
+    ForkGate::open();
   }
 }
 
@@ -370,6 +377,7 @@ void on_fork_child() {
   if (PinPoolHostAllocator* ours = g_allocator.load()) {
     ours->impl().unlock_in_forked_child();
     ours->impl().forget_captures();
+    ForkGate::open_in_child();
   }
 }
 
@@ -389,6 +397,7 @@ PinPoolHostAllocator* prepare_locked() {
 }  // namespace
 
 at::DataPtr PinPoolHostAllocator::allocate(size_t size) {
+  ForkGate::Pass pass;
   auto [ptr, ctx] = impl_->allocate(size);
   return {ptr, ctx, &pinpool_deleter, at::DeviceType::CPU};
 }

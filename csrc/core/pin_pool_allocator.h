@@ -16,7 +16,8 @@
 // ~~~~~~~~~~~~~~~~~
 // process_mutex_ -> GraphRegistry -> FenceQueue -> BlockMap -> LargeBlocks -> OwnBlockStats
 // (leaf). A block's own mutex_ (its streams_) and ATen's are taken with none of these held, or
-// as a leaf. lock_for_fork() takes the first five in this order (Note [Forked children]).
+// as a leaf. lock_for_fork() takes the first five in this order, once the fork gate is closed
+// (Note [Fork gate], Note [Forked children]).
 //
 // The principles:
 //   - With no capture underway an eager hit takes no lock of ours (Note [Fast path]); a miss
@@ -37,7 +38,8 @@
 // ~~~~~~~~~~~~~~~~
 // With no capture underway, free (of a kInUse default-pool block) and record_event add one
 // relaxed load to ATen's path (2.13+: free one more, pinned_max_cached_size), allocate two (and
-// a size compare). Everything else runs under the registry's mutex; deferred work (FenceQueue)
+// a size compare), each besides its Pass of the fork gate (two atomic adds, a load; Note [Fork
+// gate]). Everything else runs under the registry's mutex; deferred work (FenceQueue)
 // is picked up before every allocation (as ATen processes its events), by graph events, stats
 // and empty_cache.
 #pragma once
@@ -47,6 +49,7 @@
 
 #include "core/block_map.h"
 #include "core/fence_queue.h"
+#include "core/fork_gate.h"
 #include "core/graph_registry.h"
 #include "core/own_block_stats.h"
 
@@ -167,7 +170,8 @@ class PinPoolHostAllocatorImpl final
   std::atomic<bool> process_again_{false};
 };
 
-// The object registered in ATen's host-allocator registry.
+// The object registered in ATen's host-allocator registry. Each of its calls, and the deleter
+// of what it hands out, is a Pass (Note [Fork gate]).
 class PinPoolHostAllocator final : public at::HostAllocator {
  public:
   explicit PinPoolHostAllocator(at::HostAllocator* native)
@@ -178,17 +182,31 @@ class PinPoolHostAllocator final : public at::HostAllocator {
     impl_->copy_data(dest, src, count);
   }
   bool record_event(void* ptr, void* ctx, c10::Stream stream) override {
+    ForkGate::Pass pass;
     return impl_->record_event(ptr, ctx, stream);
   }
   void empty_cache() override;
-  at::HostStats get_stats() override { return impl_->stats(); }
-  void reset_accumulated_stats() override { impl_->reset_accumulated_stats(); }
-  void reset_peak_stats() override { impl_->reset_peak_stats(); }
+  at::HostStats get_stats() override {
+    ForkGate::Pass pass;
+    return impl_->stats();
+  }
+  void reset_accumulated_stats() override {
+    ForkGate::Pass pass;
+    impl_->reset_accumulated_stats();
+  }
+  void reset_peak_stats() override {
+    ForkGate::Pass pass;
+    impl_->reset_peak_stats();
+  }
 #if PINPOOL_HAS_ATEN_HOST_POOLS
   void begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) override {
+    ForkGate::Pass pass;
     impl_->begin_allocate_to_pool(pool_id, std::move(filter));
   }
-  void end_allocate_to_pool(MempoolId pool_id) override { impl_->end_allocate_to_pool(pool_id); }
+  void end_allocate_to_pool(MempoolId pool_id) override {
+    ForkGate::Pass pass;
+    impl_->end_allocate_to_pool(pool_id);
+  }
   void release_pool(MempoolId pool_id) override;
 #endif
 

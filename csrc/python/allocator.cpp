@@ -67,6 +67,7 @@ void bind_graphs(py::module_& m) {
   m.def("graph_died", [](uint64_t h) {
     active_impl().graph_died(h);
     py::gil_scoped_release no_gil;
+    ForkGate::Pass pass;
     active_impl().process_pending();
   });
   m.def("pool_stats", &pool_stats);

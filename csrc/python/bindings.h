@@ -7,6 +7,8 @@
 // Each file includes the headers of its own layer.
 #include <pybind11/pybind11.h>
 
+#include "core/fork_gate.h"
+
 namespace py = pybind11;
 
 namespace torch_npu_pinpool {
@@ -14,8 +16,8 @@ namespace torch_npu_pinpool {
 class PinPoolHostAllocatorImpl;  // core/pin_pool_allocator.h
 
 // Calls that may record or wait for events release the GIL (torch_npu's task queue may take
-// it); mutex_ holders never take it.
-using release_gil = py::call_guard<py::gil_scoped_release>;
+// it); mutex_ holders never take it. Each is a Pass of Note [Fork gate].
+using release_gil = py::call_guard<py::gil_scoped_release, ForkGate::Pass>;
 
 // The active allocator's implementation; raises until prepare().
 PinPoolHostAllocatorImpl& active_impl();

@@ -11,6 +11,7 @@
 #endif
 #if PINPOOL_AUDIT
 #include "audit/audit.h"
+#include "audit/ending_signals.h"
 #endif
 
 namespace torch_npu_pinpool {
@@ -118,6 +119,7 @@ void bind_report(py::module_& m) {
   m.def("report_checks", &report_checks);
   m.def("audit_sizes", &audit_sizes);
   m.def("report_close", [] { audit().close(); });
+  m.def("route_to_main_thread", &route_to_main_thread);  // Note [Ending signals reach ...]
 }
 #else
 void bind_report(py::module_& m) {

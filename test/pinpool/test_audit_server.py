@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from ._snippets import pair, skip_without_audit
+from ._snippets import ON_OFF, env_for, pair, skip_without_audit
 
 SCENARIOS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
 SERVER = os.path.join(SCENARIOS, "audit_server.py")
@@ -335,3 +335,19 @@ def test_sampled_mode_checks_a_buffer_the_device_writes(scenario):
     checks = o["checks"]
     assert checks["skipped"] == 4 and checks["copies"] == 4 and checks["unchecked"] == 0, checks
     assert o["d2h_in_flight"] == [0] * 8, "a D2H copy launches no probe in sampled mode"
+
+
+@ON_OFF
+def test_sigterm_delivered_to_another_thread_ends_the_program_at_once(scenario, plugin, tmp_path):
+    """SIGTERM, no handler, delivered to a thread other than the main one while the main thread
+    waits: the process ends by it as natively, not when the wait ends (120 s: Python runs its
+    handlers on the main thread only), with the report written."""
+    path = tmp_path / "report.json"
+    env = env_for(plugin, TORCH_NPU_PINPOOL_REPORT=str(path))
+    start = time.monotonic()
+    run = scenario("audit_signal_to_thread", env=env, expect_ok=False)
+    took = time.monotonic() - start
+    assert run.returncode == -signal.SIGTERM, (run.returncode, run.stdout[-3000:])
+    assert took < 60, f"ended after {took:.0f} s: the main thread's wait ran out first"
+    if plugin:
+        assert path.exists() and "torch_npu_pinpool report (pid" in run.stderr, run.stderr[-3000:]

@@ -28,18 +28,19 @@ def test_forked_child_neither_hangs_nor_calls_the_runtime(scenario, plugin):
 
 @ON_OFF
 def test_fork_while_another_thread_empties_the_cache(scenario, plugin):
-    """A fork while another thread keeps calling host_empty_cache() behind a dead graph's queued
-    replay: the child's own calls (host_empty_cache() included) return as natively (issue #47:
-    host_empty_cache() waited for such replays holding a lock a child would block on)."""
+    """Forks while another thread keeps calling host_empty_cache() and pinning, behind a dead
+    graph's queued replay: no child of the plugin's hangs, and each one's calls
+    (host_empty_cache() included) return as natively (issue #47: host_empty_cache() waited for
+    such replays holding a lock a child would block on; and children forked while that thread
+    was inside the allocator hung in their first call, 5-7 of 60: Note [Fork gate]). Natively a
+    child forked while that thread pins may hang on torch_npu's mutex (1 of 60 seen on 2.10):
+    that is not asserted."""
     if under_thread_sanitizer():
         pytest.skip("ThreadSanitizer cannot run a child that starts threads after fork")
-    # A fresh interpreter, as before test/forkserver.py: forked from it, the plugin's grandchild
-    # hung in ~1 of 4 runs without the simulator's API on 2.10 (native never; issue #50's note).
-    env = env_for(plugin, FORK_BUSY=1, CHILD_TIMEOUT_S=30, PINPOOL_TEST_FORKSERVER=0)
-    o = scenario("fork_child", env=env, timeout=300).result
-    assert o["status"] == 0, o
+    env = env_for(plugin, FORK_BUSY=1, FORKS=60, CHILD_TIMEOUT_S=10)
+    o = scenario("fork_child", env=env, timeout=900).result
     assert o["values"] == [4.0] and o["graph"] == [2.0], o
     if plugin:
-        env = env_for(False, FORK_BUSY=1, CHILD_TIMEOUT_S=30, PINPOOL_TEST_FORKSERVER=0)
-        native = scenario("fork_child", env=env).result
+        assert o["status"] == 0 and o["hung"] == 0, o
+        native = scenario("fork_child", env=env_for(False, FORK_BUSY=1)).result
         assert o["child"] == native["child"], (o, native)

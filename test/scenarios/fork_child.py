@@ -4,9 +4,10 @@ The parent pins a tensor, copies from it (so its block has a stream use), captur
 a graph that reads a pinned buffer, then forks (FORK_BUSY=1: while another thread keeps calling
 host_empty_cache()). The child frees the inherited tensors, tries a pin_memory(),
 host_memory_stats() and host_empty_cache(), and exits; it must neither hang nor crash. Then the
-parent pins, copies and replays again. Reports the child's exit status (None: it hung and was
-killed after CHILD_TIMEOUT_S), what each call in the child gave ("ok" or the exception's type),
-and the parent's values after the fork.
+parent pins, copies and replays again. FORKS=N forks N children in turn. Reports the first
+child exit status that was not 0 (None: it hung and was killed after CHILD_TIMEOUT_S), how many
+hung, what each call in a child gave ("ok" or the exception's type), and the parent's values
+after the forks.
 """
 
 import json
@@ -70,30 +71,41 @@ def child_calls() -> dict[str, str]:
     return out
 
 
-read_end, write_end = os.pipe()
-pid = os.fork()
-if pid == 0:  # the child: report through the pipe, never return into the scenario
+def fork_once() -> tuple[int | None, dict[str, str]]:
+    """Forks one child and waits for it: its exit status (None: hung, killed) and its calls."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into the scenario
+        os.close(read_end)
+        try:
+            result = child_calls()
+        except BaseException as e:  # noqa: BLE001
+            result = {"error": repr(e)}
+        os.write(write_end, json.dumps(result).encode())
+        os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + env_int("CHILD_TIMEOUT_S", 60)
+    status = None
+    while time.monotonic() < deadline:
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(raw)
+            break
+        time.sleep(0.05)
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    child = json.loads(os.read(read_end, 1 << 16) or b"{}")
     os.close(read_end)
-    try:
-        result = child_calls()
-    except BaseException as e:  # noqa: BLE001
-        result = {"error": repr(e)}
-    os.write(write_end, json.dumps(result).encode())
-    os._exit(0)
+    return status, child
 
-os.close(write_end)
-deadline = time.monotonic() + env_int("CHILD_TIMEOUT_S", 60)
-status = None
-while time.monotonic() < deadline:
-    done, raw = os.waitpid(pid, os.WNOHANG)
-    if done:
-        status = os.waitstatus_to_exitcode(raw)
-        break
-    time.sleep(0.05)
-if status is None:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-child = json.loads(os.read(read_end, 1 << 16) or b"{}")
+
+# FORKS=N: N children in turn, each while the busy thread runs. Reported: the first status that
+# was not 0 (else 0), how many hung, and the calls of the first child that ended.
+forks = [fork_once() for _ in range(env_int("FORKS", 1))]
+status = next((f[0] for f in forks if f[0] != 0), 0)
+hung = sum(f[0] is None for f in forks)
+child = next((f[1] for f in forks if f[0] is not None), {})
 busy_stop.set()
 if os.environ.get("FORK_BUSY") == "1":
     busy_thread.join()
@@ -105,4 +117,12 @@ fresh = pinned(4.0)
 dev.copy_(fresh, non_blocking=True)
 g.replay()
 torch.npu.synchronize()
-report({"status": status, "child": child, "values": values(dev), "graph": values(graph_dev)})
+report(
+    {
+        "status": status,
+        "hung": hung,
+        "child": child,
+        "values": values(dev),
+        "graph": values(graph_dev),
+    }
+)

@@ -277,9 +277,13 @@ def command_section(records: list[dict[str, object]]) -> list[str]:
     if not records:
         return []
     r = max(records, key=lambda r: str(r["date"]))
+    cached = r.get("cached_envs")
+    start = "" if cached is None else f", {cached} environment(s) cached"
+    if cached == 0:
+        start = ", from an empty cache"
     return [
         "", "## The test command", "",
-        f"`{r['command']}` at {r['commit']} ({r['date']}, {r['cores']} cores): "
+        f"`{r['command']}` at {r['commit']} ({r['date']}, {r['cores']} cores{start}): "
         f"{int(r['seconds']) // 60} min {int(r['seconds']) % 60} s, recorded by ci/test.sh "
         "(ci/lib/command_record.py). A row's time is its leg's; a pair's setup row says how long "
         "its environment and the plugin build took.", "", "```",

@@ -2,7 +2,9 @@
 its summary rows, as ``DIR/command/test-command.json`` (ci/render_results.py renders the newest
 into docs/test-results.md, "The test command").
 
-    python3 ci/lib/command_record.py --seconds N --rows ROWS_FILE --out DIR
+    python3 ci/lib/command_record.py --seconds N --cached-envs K --rows ROWS_FILE --out DIR
+
+K: how many environments PINPOOL_ENV_ROOT held when the run began (0: made from nothing).
 
 Run by ci/test.sh as it ends, with the system python3 (no third-party imports). Never fails the run.
 """
@@ -23,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, required=True)
+    ap.add_argument("--cached-envs", type=int, default=None, help="envs at the run's start")
     ap.add_argument("--rows", type=Path, required=True, help="the table rows ci/test.sh printed")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -31,7 +34,8 @@ def main(argv: list[str]) -> int:
                                 capture_output=True, text=True).stdout.strip()
         record = {
             "kind": "command", "command": "bash ci/test.sh", "seconds": args.seconds,
-            "cores": os.cpu_count(), "rows": args.rows.read_text().splitlines(),
+            "cores": os.cpu_count(), "cached_envs": args.cached_envs,
+            "rows": args.rows.read_text().splitlines(),
             "commit": commit or "?",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         }

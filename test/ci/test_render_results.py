@@ -233,8 +233,8 @@ def test_command_record_and_section(tmp_path):
     rows.write_text("2.14 setup               PASS      300s  env 95s, plugin build 205s\n")
     for seconds, date in ((2000, "2026-11-28"), (1750, None)):
         r = subprocess.run([sys.executable, str(REPO / "ci/lib/command_record.py"), "--seconds",
-                            str(seconds), "--rows", str(rows), "--out", str(tmp_path / "new")],
-                           capture_output=True, text=True)
+                            str(seconds), "--cached-envs", "0", "--rows", str(rows), "--out",
+                            str(tmp_path / "new")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         if date:  # an older record in another directory
             record = tmp_path / "new" / "command" / "test-command.json"
@@ -245,5 +245,6 @@ def test_command_record_and_section(tmp_path):
     page = render_results.render([tmp_path / "old", tmp_path / "new"], pairs=["2.14"])
     section = page.split("## The test command", 1)[1]
     assert "29 min 10 s" in section and "33 min" not in section
+    assert "from an empty cache" in section  # --cached-envs 0: every environment made in the run
     assert "env 95s, plugin build 205s" in section
     assert "## The test command" not in render_results.render([tmp_path / "x"], pairs=["2.14"])

@@ -12,7 +12,9 @@
 // allocator's through our calls at the fork, and the child finds the gate open and empty.
 // Natively a thread pinning at the fork may leave torch_npu's mutex locked in the child.
 // The bound: a Pass may wait on torch_npu's task queue, whose thread may need the GIL the forking
-// thread holds; the fork then goes on as it would without the gate.
+// thread holds; the fork then goes on as it would without the gate. Passes do not nest (a call of
+// the registered allocator never makes another): a nested one met at a closed gate would only
+// hold the fork up until the bound.
 #pragma once
 
 #include <atomic>
@@ -54,9 +56,6 @@ class ForkGate {
 
  private:
   static void enter() {
-    if (depth_++ > 0) {
-      return;  // nested: the outer Pass counts
-    }
     for (;;) {
       inside_.fetch_add(1);
       if (!closed_.load()) {
@@ -68,15 +67,10 @@ class ForkGate {
       }
     }
   }
-  static void leave() {
-    if (--depth_ == 0) {
-      inside_.fetch_sub(1);
-    }
-  }
+  static void leave() { inside_.fetch_sub(1); }
 
   static inline std::atomic<int> inside_{0};
   static inline std::atomic<bool> closed_{false};
-  static inline thread_local int depth_ = 0;
 };
 
 }  // namespace torch_npu_pinpool

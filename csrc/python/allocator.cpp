@@ -24,7 +24,7 @@ void bind_allocator(py::module_& m) {
     auto* ours = active_allocator();
     return ours != nullptr && at::getHostAllocator(at::kPrivateUse1) == ours;
   });
-  m.def("process_pending", [] { active_impl().process_pending(); }, release_gil());
+  m.def("process_pending", [] { active_impl().process_pending(); }, release_gil_in_pass());
   // Note [Block states]
   m.def("block_state", [](uintptr_t ptr) -> py::object {
     const char* state = active_impl().block_state(reinterpret_cast<const void*>(ptr));
@@ -52,15 +52,16 @@ py::list pool_stats() {
 
 void bind_graphs(py::module_& m) {
   m.def(
-      "graph_begin", [](MempoolId pool) { return active_impl().graph_begin(pool); }, release_gil());
+      "graph_begin", [](MempoolId pool) { return active_impl().graph_begin(pool); },
+      release_gil_in_pass());
   m.def("graph_capturing", [](uint64_t h) { active_impl().graph_capturing(h); });
   m.def(
       "graph_begin_failed", [](uint64_t h) { return active_impl().capture_failed(h, false); },
-      release_gil());
+      release_gil_in_pass());
   m.def("graph_end", [](uint64_t h, MempoolId pool) { active_impl().graph_end(h, pool); });
   m.def(
       "graph_end_failed", [](uint64_t h) { return active_impl().capture_failed(h, true); },
-      release_gil());
+      release_gil_in_pass());
   m.def("graph_replay", [](uint64_t h) { active_impl().graph_replay(h); });
   m.def("hooked_reset", &PinPoolHostAllocatorImpl::hooked_reset);  // Note [Releases ...]
   // graph_died keeps the GIL; the pass it asks for records events, without it.

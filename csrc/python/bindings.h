@@ -16,8 +16,10 @@ namespace torch_npu_pinpool {
 class PinPoolHostAllocatorImpl;  // core/pin_pool_allocator.h
 
 // Calls that may record or wait for events release the GIL (torch_npu's task queue may take
-// it); mutex_ holders never take it. Each is a Pass of Note [Fork gate].
-using release_gil = py::call_guard<py::gil_scoped_release, ForkGate::Pass>;
+// it); mutex_ holders never take it. A call into the registered allocator is a Pass of Note [Fork
+// gate] by itself; one into the implementation is made in one (release_gil_in_pass).
+using release_gil = py::call_guard<py::gil_scoped_release>;
+using release_gil_in_pass = py::call_guard<py::gil_scoped_release, ForkGate::Pass>;
 
 // The active allocator's implementation; raises until prepare().
 PinPoolHostAllocatorImpl& active_impl();

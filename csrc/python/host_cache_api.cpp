@@ -38,7 +38,6 @@ py::dict host_memory_stats() {
   at::HostStats stats;
   {
     py::gil_scoped_release no_gil;
-    ForkGate::Pass pass;
     stats = registered().get_stats();
   }
   py::dict out;

@@ -5,16 +5,16 @@
 // A child inherits every mutex as it was at the fork, held by threads it does not have. A thread
 // is inside the allocator without the GIL more often than not: torch's bindings release it
 // around pin_memory() and copies, and ours around frees, empty_cache and the graph hooks. Each
-// call of the registered allocator (and its deleter, and each binding marked release_gil) is a
-// Pass. The prepare handler closes the gate and waits, bounded by kForkWait, until no Pass is
-// inside, before it takes our locks (lock_for_fork); a thread that comes to the gate meanwhile
-// waits at it until the fork is made. So no thread holds a lock of ours, ATen's or torch_npu's
-// allocator's through our calls at the fork, and the child finds the gate open and empty.
-// Natively a thread pinning at the fork may leave torch_npu's mutex locked in the child.
-// The bound: a Pass may wait on torch_npu's task queue, whose thread may need the GIL the forking
-// thread holds; the fork then goes on as it would without the gate. Passes do not nest (a call of
-// the registered allocator never makes another): a nested one met at a closed gate would only
-// hold the fork up until the bound.
+// call of the registered allocator (and its deleter, and each binding into the implementation,
+// release_gil_in_pass) is a Pass. The prepare handler closes the gate and waits, bounded by
+// kForkWait, until no Pass is inside, before it takes our locks (lock_for_fork); a thread that
+// comes to the gate meanwhile waits at it until the fork is made. So no thread holds a lock of
+// ours, ATen's or torch_npu's allocator's through our calls at the fork, and the child finds the
+// gate open and empty. Natively a thread pinning at the fork may leave torch_npu's mutex locked in
+// the child. The bound: a Pass may wait on torch_npu's task queue, whose thread may need the GIL
+// the forking thread holds; the fork then goes on as it would without the gate. Passes do not nest
+// (a call of the registered allocator never makes another): a nested one met at a closed gate would
+// only hold the fork up until the bound.
 #pragma once
 
 #include <atomic>
@@ -36,17 +36,13 @@ class ForkGate {
     Pass& operator=(const Pass&) = delete;
   };
 
-  // The prepare handler: true once no Pass is inside, false after `bound`; closed either way.
-  static bool close(std::chrono::milliseconds bound) {
+  // The prepare handler: returns once no Pass is inside, or after `bound`; closed either way.
+  static void close(std::chrono::milliseconds bound) {
     closed_.store(true);
     const auto give_up = std::chrono::steady_clock::now() + bound;
-    while (inside_.load() != 0) {
-      if (std::chrono::steady_clock::now() >= give_up) {
-        return false;
-      }
+    while (inside_.load() != 0 && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    return true;
   }
   static void open() { closed_.store(false); }
   static void open_in_child() {  // the threads inside are not in the child

@@ -2,8 +2,9 @@
 
 Allocator and runtime state is process-global (the host allocator registry, the simulated
 runtime, torch_npu's caches), so every scenario that touches it runs in a process of its own
-(``scenario`` / ``run_isolated``), forked from a torch-only interpreter where that equals a fresh
-one (test/forkserver.py).
+(``scenario`` / ``run_isolated``), forked from an interpreter that has imported torch (and
+torch_npu, for a scenario that imports it first) where that equals a fresh one
+(test/forkserver.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
-from forkserver import ForkServer
+from forkserver import ForkServer, imports_torch_npu_first
 
 _RESULT_TAG = "PINPOOL_RESULT:"
 
@@ -52,8 +53,9 @@ def _run_child(
 
     The child gets this process's environment plus ``env`` and starts in an empty directory:
     from the repository root the source ``torch_npu_pinpool/`` (no compiled ``_C``) would shadow
-    the installed plugin. It is forked from a torch-only interpreter when that is the same as a
-    fresh one (Note [Scenarios forked from a torch-only interpreter], test/forkserver.py). With
+    the installed plugin. It is forked from a fork server when that is the same as a fresh
+    interpreter (Note [Scenarios forked from a torch-only interpreter], Note [Scenarios forked
+    after torch_npu's import], test/forkserver.py). With
     ``expect_ok`` a non-zero exit fails the calling test with the child's output attached.
     """
     full_env = dict(os.environ)
@@ -61,8 +63,8 @@ def _run_child(
     # Emulated runs (the aarch64 leg under qemu-user) are several times slower than native.
     timeout *= float(os.environ.get("PINPOOL_TIMEOUT_SCALE", "1"))
     with tempfile.TemporaryDirectory(prefix="pinpool-run-") as cwd:
-        server = _fork_server()
-        if server is not None and server.serves(full_env):
+        server = _server_for(argv, full_env)
+        if server is not None:
             pid, proc = _run_forked(server, argv, full_env, cwd, timeout)
         else:
             pid, proc = _run_fresh(argv, full_env, cwd, timeout)
@@ -112,14 +114,23 @@ def _run_forked(
     return pid, subprocess.CompletedProcess([sys.executable, *argv], returncode, stdout, stderr)
 
 
+def _server_for(argv: list[str], env: dict[str, str]) -> ForkServer | None:
+    """The fork server ``python ARGV`` with ``env`` may be forked from: the one that has imported
+    torch_npu where the script imports it first, else the torch-only one; None: a fresh
+    interpreter."""
+    kinds = (True, False) if imports_torch_npu_first(argv) else (False,)
+    servers = (_fork_server(torch_npu) for torch_npu in kinds)
+    return next((s for s in servers if s is not None and s.serves(env)), None)
+
+
 @functools.cache
-def _fork_server() -> ForkServer | None:
-    """This process's fork server, started on first use; None where it must not be used: a
-    sanitizer leg (its runtime is preloaded, its reports found by pid) or
+def _fork_server(torch_npu: bool) -> ForkServer | None:
+    """This process's fork server of that kind, started on first use; None where it must not be
+    used: a sanitizer leg (its runtime is preloaded, its reports found by pid) or
     PINPOOL_TEST_FORKSERVER=0 (a test's own ``env`` may ask it too: ForkServer.serves)."""
     off = os.environ.get("PINPOOL_TEST_FORKSERVER", "1") == "0"
     sanitized = any(os.environ.get(v) for v in ("PINPOOL_SANITIZER_REPORTS", "LD_PRELOAD"))
-    return None if off or sanitized else ForkServer()
+    return None if off or sanitized else ForkServer(torch_npu)
 
 
 def _fail_on_sanitizer_report(pid: int, what: str, proc: subprocess.CompletedProcess) -> None:

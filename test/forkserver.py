@@ -1,12 +1,11 @@
 """A fork server for scenario processes: an interpreter that has imported torch (and the torch
-modules torch_npu's import loads) and nothing of torch_npu, forked once per scenario
+modules torch_npu's import loads), and in its second kind torch_npu too, forked once per scenario
 (``_run_child`` in ``test/conftest.py``).
 
 Note [Scenarios forked from a torch-only interpreter]
-Importing torch and the torch modules torch_npu pulls in costs most of a short scenario's CPU,
-and every test runs one or two scenarios. A child forked from an interpreter that has imported
-only those is what a fresh ``python SCRIPT`` is once its ``import torch`` has run, provided three
-things hold:
+Importing torch and torch_npu costs most of a short scenario's CPU, and every test runs one or
+two scenarios. A child forked from an interpreter that has imported only those is what a fresh
+``python SCRIPT`` is once its ``import torch`` has run, provided three things hold:
   * torch's import saw the same environment: the client forks only when the child's
     environment differs from the server's in no variable the interpreter's start or torch's
     import may read (``_IMPORT_TIME_PREFIXES``); any such difference
@@ -20,11 +19,25 @@ interpreter's own shutdown (threads joined, ``atexit`` handlers, buffers flushed
 Sanitizer legs (an ``LD_PRELOAD``-ed runtime, reports found by pid) never use it, nor does
 ``PINPOOL_TEST_FORKSERVER=0``, in the session's environment or in one test's ``env``.
 
+Note [Scenarios forked after torch_npu's import]
+The second kind (``ForkServer(torch_npu=True)``) has also run ``import torch_npu``: that loads the
+runtime's libraries and asks the CANN version, and sets no device, starts no thread and loads
+no allocator (the device and both host allocators start in the child). A script forked from it
+is what a fresh one is once its ``import torch_npu`` has run, provided, besides the above:
+  * the script runs nothing before that import but other imports (``imports_torch_npu_first``:
+    the scenario files that begin with ``from _lib.scenario import ...``, the contract of
+    test/scenarios/_lib/scenario.py), so the import order is the script's own;
+  * torch_npu's import and the runtime it loads saw the same environment: the child's differs
+    from the server's in none of ``_NPU_IMPORT_PREFIXES`` (the simulator reads its knobs, and
+    torch_npu its options, when the import first calls the runtime).
+Every other script, and a child that differs there, gets the torch-only server.
+
 Run by path, it is the server: JSON requests on stdin, one reply line per event on stdout.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import select
@@ -45,10 +58,50 @@ _IMPORT_TIME_PREFIXES = (
     "ASAN_", "LSAN_", "TSAN_", "UBSAN_",
 )  # fmt: skip
 _READ_AFTER_FORK = ("TORCH_NPU_PINPOOL", "PYTORCH_NPU_ALLOC_CONF")  # exceptions to the above
+# What ``import torch_npu`` may read besides (the CANN runtime's, torch_npu's and the simulator's
+# names, and the generic ones torch_npu's Python reads), for the server that has imported it.
+# The plugin's own (``TORCH_NPU_PINPOOL*``) is read by the script's import of the plugin.
+_NPU_IMPORT_PREFIXES = (
+    "ASCEND", "ACL", "NPU", "HCCL", "HCOM", "GE_", "SIMCANN", "TORCH_NPU", "PYTORCH_NPU",
+    "TORCHINDUCTOR", "INDUCTOR", "TORCHAIR", "ANIR", "TASK_QUEUE", "INF_NAN", "BMMV2", "NSLB",
+    "RANK", "LOCAL_", "WORLD_", "MASTER_", "SEED", "ENABLE_", "DISABLE_", "PERF_", "PROF_",
+    "IN_CI", "SQLITE",
+)  # fmt: skip
 
 
-def _fork_safe(name: str) -> bool:
+def _fork_safe(name: str, torch_npu: bool) -> bool:
+    if name.startswith("TORCH_NPU_PINPOOL"):
+        return True
+    if torch_npu and name.startswith(_NPU_IMPORT_PREFIXES):
+        return False
     return name.startswith(_READ_AFTER_FORK) or not name.startswith(_IMPORT_TIME_PREFIXES)
+
+
+def imports_torch_npu_first(argv: list[str]) -> bool:
+    """Whether ``python ARGV`` is a script that runs nothing but imports up to its first import
+    of torch_npu or of test/scenarios/_lib/scenario.py (which imports torch_npu at once), and
+    imports nothing of the plugin before it (Note [Scenarios forked after torch_npu's import])."""
+    if not argv or argv[0] == "-c" or not argv[0].endswith(".py"):
+        return False
+    try:
+        with open(argv[0], "rb") as f:
+            body = ast.parse(f.read()).body
+    except (OSError, SyntaxError):
+        return False
+    for i, stmt in enumerate(body):
+        if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(stmt, ast.Import):
+            names = [a.name for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom):
+            names = [f"{stmt.module}.{a.name}" for a in stmt.names]
+        else:
+            return False
+        if any(n.startswith("torch_npu_pinpool") for n in names):
+            return False
+        if any(n == "torch_npu" or n.startswith(("_lib.scenario", "torch_npu.")) for n in names):
+            return True
+    return False
 
 
 # Imported before any fork: torch, and what torch_npu's own import loads of torch and its
@@ -67,12 +120,13 @@ _PRELOAD = (
 
 
 class ForkServer:
-    """The client: one server per pytest process, started on first use."""
+    """The client: one server of each kind per pytest process, started on first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, torch_npu: bool = False) -> None:
+        self.torch_npu = torch_npu
         self._env = dict(os.environ)
         self._proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__)],
+            [sys.executable, os.path.abspath(__file__), *(["--torch-npu"] if torch_npu else [])],
             env=self._env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -87,7 +141,7 @@ class ForkServer:
         if env.get("PINPOOL_TEST_FORKSERVER") == "0":  # this child asks for a fresh interpreter
             return False
         names = env.keys() | self._env.keys()
-        return all(env.get(n) == self._env.get(n) or _fork_safe(n) for n in names)
+        return all(env.get(n) == self._env.get(n) or _fork_safe(n, self.torch_npu) for n in names)
 
     def run(
         self, argv: list[str], env: dict[str, str], cwd: str, out: str, err: str, timeout: float
@@ -161,8 +215,9 @@ def _child(request: dict[str, Any], requests: Any, replies_fd: int) -> None:
     raise SystemExit(0)
 
 
-def _serve() -> None:
-    """The server: import torch, then fork a child per request and report its pid and status."""
+def _serve(torch_npu: bool) -> None:
+    """The server: import torch (and torch_npu), then fork a child per request and report its
+    pid and status."""
     requests_fd, replies_fd = os.dup(0), os.dup(1)  # not inherited by what the children exec
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -181,6 +236,8 @@ def _serve() -> None:
     if "torch_npu" in sys.modules:  # autoload imported it: a child would start activated
         reply(ready=False)
         return
+    if torch_npu:
+        importlib.import_module("torch_npu")
     reply(ready=True)
     requests = os.fdopen(requests_fd, "rb")
     for line in requests:
@@ -194,4 +251,4 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(torch_npu=sys.argv[1:] == ["--torch-npu"])

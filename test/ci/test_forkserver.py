@@ -1,23 +1,31 @@
-"""The scenario fork server (test/forkserver.py): a child forked from it is what a fresh
-``python SCRIPT`` is to the script (Note [Scenarios forked from a torch-only interpreter]), and
-a child whose environment torch's import may read is never forked."""
+"""The scenario fork servers (test/forkserver.py): a child forked from either kind is what a
+fresh ``python SCRIPT`` is to the script (Note [Scenarios forked from a torch-only interpreter],
+Note [Scenarios forked after torch_npu's import]), and a child whose environment torch's (or
+torch_npu's) import may read is never forked."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
-from forkserver import ForkServer
+from forkserver import ForkServer, imports_torch_npu_first
 
-PROBE = os.path.join(os.path.dirname(__file__), "..", "scenarios", "interpreter_probe.py")
+SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "scenarios")
+PROBE = os.path.join(SCENARIOS, "interpreter_probe.py")
 
 
 @pytest.fixture(scope="module")
 def server():
     return ForkServer()
+
+
+@pytest.fixture(scope="module")
+def npu_server():
+    return ForkServer(torch_npu=True)
 
 
 def _forked(server: ForkServer, tmp_path, argv: list[str], env: dict[str, str], timeout=120.0):
@@ -33,14 +41,24 @@ def _fresh(tmp_path, argv: list[str], env: dict[str, str]):
     return p.returncode, p.stdout, p.stderr
 
 
+def _tail(stdout: str) -> list[str]:
+    """The lines after the probe's, with times and pids blanked."""
+    lines = stdout.splitlines()
+    after = lines[next(i for i, x in enumerate(lines) if x.startswith("PROBE:")) + 1 :]
+    return [re.sub(r"\d{4}-[\d:-]+ \(PID:\d+", "(TIME, PID", x) for x in after]
+
+
 def _probe(stdout: str) -> dict:
     return json.loads(next(x for x in stdout.splitlines() if x.startswith("PROBE:"))[6:])
 
 
+@pytest.mark.parametrize("kind", ["torch", "torch_npu"])
 @pytest.mark.parametrize("how", ["0", "3", "raise"])
-def test_forked_child_is_what_a_fresh_interpreter_is(server, tmp_path, how):
+def test_forked_child_is_what_a_fresh_interpreter_is(server, npu_server, tmp_path, how, kind):
     """The script's argv, __main__, sys.path[0], cwd and environment; its exit status, the
-    traceback of an uncaught exception, and its atexit handlers: the same forked as fresh."""
+    traceback of an uncaught exception, and its atexit handlers: the same forked as fresh; only
+    the server that has imported torch_npu has it loaded before the script's first line."""
+    server = npu_server if kind == "torch_npu" else server
     assert server.usable, "the server imports torch without torch_npu (autoload off)"
     env = dict(os.environ, PROBE_KNOB="forked-or-not")
     argv = [PROBE, how]
@@ -52,9 +70,13 @@ def test_forked_child_is_what_a_fresh_interpreter_is(server, tmp_path, how):
     seen = [_probe(run[1]) for run in (forked, fresh)]
     for s, cwd in zip(seen, ("a", "b")):
         assert s.pop("cwd") == str(tmp_path / cwd)
+    assert seen[0].pop("torch_npu_at_start") == (kind == "torch_npu")
+    assert not seen[1].pop("torch_npu_at_start")
     assert seen[0] == seen[1]
-    assert seen[0]["knob"] == "forked-or-not" and not seen[0]["torch_npu"]
-    assert [run[1].splitlines()[-1] for run in (forked, fresh)] == ["atexit ran"] * 2
+    assert seen[0]["knob"] == "forked-or-not"
+    # after the probe: the atexit handler, then torch_npu's own line for an uncaught exception
+    tails = [_tail(run[1]) for run in (forked, fresh)]
+    assert tails[0] == tails[1] and tails[0][0] == "atexit ran", tails
     if how == "raise":
         for run in (forked, fresh):
             assert run[2].splitlines()[-1] == "ValueError: probe raised", run[2]
@@ -80,6 +102,39 @@ def test_environment_torch_reads_is_never_forked(server):
         ("FAIL_HOW", "unjoined"),
     ]:
         assert server.serves({**base, name: value}), name
+
+
+def test_environment_torch_npu_reads_is_never_forked_after_its_import(npu_server):
+    """The server that has imported torch_npu serves no child that differs in what that import
+    or the runtime it loads reads (the simulator's knobs, torch_npu's options, the device
+    allocator's settings); the plugin's and a scenario's own knobs are read after the fork."""
+    base = dict(os.environ)
+    for name, value in [
+        ("SIMCANN_TASK_DELAY_US", "9"),
+        ("PYTORCH_NPU_ALLOC_CONF", "x:1"),
+        ("TASK_QUEUE_ENABLE", "0"),
+        ("ASCEND_LAUNCH_BLOCKING", "1"),
+        ("TORCH_DEVICE_BACKEND_AUTOLOAD", "1"),
+    ]:
+        assert not npu_server.serves({**base, name: value}), name
+    for name, value in [("TORCH_NPU_PINPOOL", "0"), ("FAIL_HOW", "unjoined")]:
+        assert npu_server.serves({**base, name: value}), name
+
+
+@pytest.mark.parametrize(
+    ("script", "first"),
+    [
+        ("late_activation.py", True),  # import torch, import torch_npu, then the plugin
+        ("activate.py", True),  # from _lib.scenario import ...
+        ("entry_point.py", False),  # logging set up before torch's import autoloads
+        ("autoload_workers.py", False),
+    ],
+)
+def test_only_scripts_that_import_torch_npu_first_use_that_server(script, first):
+    """A script that runs code before its torch_npu import, or none of it, gets the torch-only
+    server: its import order and what runs before it stay its own."""
+    assert imports_torch_npu_first([os.path.join(SCENARIOS, script)]) is first
+    assert not imports_torch_npu_first(["-c", "import torch_npu"])
 
 
 def test_timeout_kills_the_child_and_the_server_goes_on(server, tmp_path):

@@ -1,14 +1,16 @@
 """What this interpreter looks like to a script: argv, __main__, sys.path[0], cwd, the
-environment, which torch modules are loaded; then it exits as ``sys.argv[1]`` says (a status, or
-``raise``: an uncaught exception). test/ci/test_forkserver.py runs it forked and fresh and
-compares. Runtime-neutral: it never touches a device."""
+environment, whether torch_npu was loaded before the script's first import; then it exits as
+``sys.argv[1]`` says (a status, or ``raise``: an uncaught exception). test/ci/test_forkserver.py
+runs it forked from each kind of server and fresh and compares. It imports torch_npu first, as a
+scenario does, and never touches a device."""
 
 import atexit
 import json
 import os
 import sys
 
-import torch  # noqa: F401  (a scenario's first import)
+torch_npu_at_start = "torch_npu" in sys.modules
+import torch_npu  # noqa: E402,F401  (a scenario's first import)
 
 main = sys.modules["__main__"]
 print(
@@ -21,7 +23,7 @@ print(
             "path0": sys.path[0],
             "cwd": os.getcwd(),
             "knob": os.environ.get("PROBE_KNOB"),
-            "torch_npu": "torch_npu" in sys.modules,
+            "torch_npu_at_start": torch_npu_at_start,
         }
     ),
     flush=True,

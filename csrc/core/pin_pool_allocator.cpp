@@ -118,6 +118,9 @@ void* PinPoolHostAllocatorImpl::allocate_raw(size_t size, PinBlock* block) {
 c10::DataPtr PinPoolHostAllocatorImpl::take_raw(void* ptr) {
   const auto start = std::chrono::steady_clock::now();
   c10::DataPtr data = blocks_.take(ptr);
+  if (C10_UNLIKELY(forked_child())) {
+    (void)data.release_context();  // Note [Forked children]: leaked, never freed here
+  }
   add_host_time(stats_.host_free_time, start);
   return data;
 }
@@ -253,7 +256,9 @@ void PinPoolHostAllocatorImpl::empty_cache() {
   mark_graph_held_emptied();  // what torch_npu's own empty_cache would unpin
   Base::empty_cache();
   give_back_idle_large(0);  // their DataPtrs die before native's empty_cache
-  native_->empty_cache();
+  if (!forked_child()) {    // Note [Forked children]
+    native_->empty_cache();
+  }
 }
 
 at::HostStats PinPoolHostAllocatorImpl::stats() {

@@ -45,6 +45,8 @@ std::atomic<bool> g_forked_child{false};
 
 void note_forked_child() { g_forked_child.store(true); }
 
+bool forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
+
 void EventRecycler::operator()(c10_npu::NPUEvent* event) const {
   const auto device = event->device_index();
   if (device < 0) {  // never recorded

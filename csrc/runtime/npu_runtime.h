@@ -51,8 +51,13 @@ int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg);
 // note_forked_child (a pthread_atfork handler) the runtime counts as down: no stream captures,
 // every event is complete, and the inherited graph state is left (leaked) as it was. The
 // allocator's locks are taken around fork() (lock_for_fork), so that no thread the child lacks
-// holds one.
+// holds one. The runtime's own locks are another matter: a runtime or torch_npu thread (the task
+// queue, the release thread, a stream's worker) may hold one at the fork, and the child's first
+// call that takes it never returns. So the child gives no block back to torch_npu or the runtime
+// (take_raw leaks it, host_empty_cache() releases nothing): it then calls the runtime only where
+// torch_npu's own allocator would too, to pin a block neither cache holds.
 void note_forked_child();
+bool forked_child();
 
 // False while the process exits and in a forked child.
 bool runtime_up();

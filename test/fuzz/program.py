@@ -35,6 +35,10 @@ Steps (``op`` and its fields; ``id`` names a pinned tensor, ``gid`` a graph; val
     replay(gid), reset(gid)
     thread(count, nbytes, value)  a threading.Thread pins, fills, copies and frees count tensors
     dataloader(batches, nbytes, value)   DataLoader(pin_memory=True) batches copied non_blocking
+    fork(busy, nbytes)            os.fork(); the child pins nbytes, reads the stats, empties the
+                                  cache and frees what it inherited; busy: meanwhile another
+                                  thread keeps pinning and emptying the cache (issue 47: a
+                                  child forked while a thread is inside an allocator hangs)
     dev_alloc(nbytes)             a device allocation (the device allocator's behaviour: oversize)
     activate                      import torch_npu_pinpool (late activation only)
 
@@ -306,6 +310,10 @@ class _Gen:
             }
         )
 
+    def fork(self) -> None:
+        busy = self.rng.random() < 0.7
+        self.add({"op": "fork", "busy": busy, "nbytes": random_size(self.rng, large=0.05)})
+
     def finish(self) -> list[Step]:
         """Free what is live, reset what lives, sync: the program ends clean."""
         steps = self.steps
@@ -403,6 +411,8 @@ def _theme_threads(g: _Gen) -> None:
                     "value": g.new_value(),
                 }
             )
+        elif r < 0.65:
+            g.fork()
         else:
             g.random_step()
 

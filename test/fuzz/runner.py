@@ -60,6 +60,7 @@ import torch_npu  # noqa: E402
 gc.freeze()
 scenario: Any = None  # test/scenarios/_lib/scenario.py, imported = the plugin activated
 PROBE = 64  # bytes read back from each end of a copy's destination
+FORK_TIMEOUT_S = 10.0  # a forked child that has not exited by then hung
 SERVED_TAG = "PINPOOL_SERVED:"
 
 
@@ -213,6 +214,8 @@ class Run:
             self.thread(step)
         elif op == "dataloader":
             self.dataloader(step)
+        elif op == "fork":
+            self.fork(step, obs)
         elif op == "dev_alloc":
             before = oversize()
             x = torch.empty(step["nbytes"], dtype=torch.uint8, device="npu")
@@ -313,6 +316,64 @@ class Run:
         for (x,) in DataLoader(data, batch_size=1, pin_memory=True):
             self.h2d(x[0], "dataloader batch", value)
             del x
+
+    def fork(self, step: dict[str, Any], obs: dict[str, Any]) -> None:
+        """Fork a child (while a busy thread pins and empties the cache, with ``busy``) and
+        wait for it up to FORK_TIMEOUT_S: ``child`` is "ok", "exit N" or "hung" (killed), and
+        ``child_calls`` what each of its allocator calls gave ("ok" or the exception's type)."""
+        stop = threading.Event()
+
+        def busy() -> None:
+            while not stop.is_set():
+                host_empty_cache()
+                self.pinned(4096, 1)
+
+        thread = threading.Thread(target=busy, daemon=True) if step["busy"] else None
+        if thread is not None:
+            thread.start()
+            time.sleep(0.02)
+        try:
+            obs["child"], obs["child_calls"] = self.fork_child(step["nbytes"])
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join()
+
+    def fork_child(self, nbytes: int) -> tuple[str, dict[str, str]]:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report through the pipe, never return into the program
+            os.close(read_end)
+            calls: dict[str, str] = {}
+            for name, call in (
+                # not filled: a fill_ that large runs on OpenMP's threads, which a forked
+                # child lacks (libgomp then waits forever, with either allocator)
+                ("pin", lambda: torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)),
+                ("stats", lambda: torch.npu.host_memory_stats()),
+                ("empty_cache", host_empty_cache),
+                ("free", self.tensors.clear),
+            ):
+                try:
+                    call()
+                    calls[name] = "ok"
+                except Exception as e:  # noqa: BLE001 - what the child would see
+                    calls[name] = type(e).__name__
+            os.write(write_end, json.dumps(calls).encode())
+            os._exit(0)
+        os.close(write_end)
+        deadline = time.monotonic() + FORK_TIMEOUT_S
+        status: Any = None
+        while status is None and time.monotonic() < deadline:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            status = os.waitstatus_to_exitcode(raw) if done else None
+            time.sleep(0 if done else 0.01)
+        if status is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        calls = json.loads(os.read(read_end, 1 << 16) or b"{}")
+        os.close(read_end)
+        child = "hung" if status is None else "ok" if status == 0 else f"exit {status}"
+        return child, calls
 
     # -- the program -----------------------------------------------------------------------
     def run(self) -> dict[str, Any]:

@@ -55,8 +55,15 @@ if os.environ.get("FORK_BUSY") == "1":
     time.sleep(0.2)
 
 
-def child_calls() -> dict[str, str]:
-    out = {}
+def child_calls() -> dict[str, object]:
+    """Each call's outcome ("ok" or the exception's type); on the simulator, without FORK_BUSY,
+    also the pinned bytes the runtime holds for this process before the calls and after each
+    (``runtime``): they drop only where a call gave memory back to the runtime."""
+    out: dict[str, object] = {}
+    # Not with FORK_BUSY=1: the simulator's own lock may be held at such a fork, as may be the
+    # runtime's on an NPU (Note [Forked children]).
+    quiet = simctl.available() and os.environ.get("FORK_BUSY") != "1"
+    runtime = [simctl.host_bytes()] if quiet else []
     for name, call in [
         ("free", lambda: globals().pop("kept")),
         ("pin", lambda: pinned(3.0)),
@@ -68,10 +75,12 @@ def child_calls() -> dict[str, str]:
             out[name] = "ok"
         except Exception as e:  # what the child would see
             out[name] = type(e).__name__
-    return out
+        if runtime:
+            runtime.append(simctl.host_bytes())
+    return {"calls": out, "runtime": runtime}
 
 
-def fork_once() -> tuple[int | None, dict[str, str]]:
+def fork_once() -> tuple[int | None, dict[str, object]]:
     """Forks one child and waits for it: its exit status (None: hung, killed) and its calls."""
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -101,11 +110,12 @@ def fork_once() -> tuple[int | None, dict[str, str]]:
 
 
 # FORKS=N: N children in turn, each while the busy thread runs. Reported: the first status that
-# was not 0 (else 0), how many hung, and the calls of the first child that ended.
+# was not 0 (else 0), how many hung, and the calls (and runtime bytes) of the first child that
+# ended.
 forks = [fork_once() for _ in range(env_int("FORKS", 1))]
 status = next((f[0] for f in forks if f[0] != 0), 0)
 hung = sum(f[0] is None for f in forks)
-child = next((f[1] for f in forks if f[0] is not None), {})
+child = next((f[1] for f in forks if f[0] is not None), {"calls": {}, "runtime": []})
 busy_stop.set()
 if os.environ.get("FORK_BUSY") == "1":
     busy_thread.join()
@@ -121,7 +131,8 @@ report(
     {
         "status": status,
         "hung": hung,
-        "child": child,
+        "child": child["calls"],
+        "child_runtime_bytes": child["runtime"],
         "values": values(dev),
         "graph": values(graph_dev),
     }

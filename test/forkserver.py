@@ -30,7 +30,11 @@ is what a fresh one is once its ``import torch_npu`` has run, provided, besides 
   * torch_npu's import and the runtime it loads saw the same environment: the child's differs
     from the server's in none of ``_NPU_IMPORT_PREFIXES`` (the simulator reads its knobs, and
     torch_npu its options, when the import first calls the runtime).
-Every other script, and a child that differs there, gets the torch-only server.
+Every other script, and a child that differs there, gets the torch-only server. The fuzzer
+(test/fuzz/execute.py) forks test/fuzz/runner.py from it too: what runs there before torch_npu's
+import (sys.path, numpy) changes nothing that import reads, and PYTORCH_NPU_ALLOC_CONF, which
+runner.py sets for a program, is read when the device allocator starts, not at the import
+(torch_npu 2.10 and 2.14, traced with a getenv interposer).
 
 Run by path, it is the server: JSON requests on stdin, one reply line per event on stdout.
 """
@@ -122,9 +126,9 @@ _PRELOAD = (
 class ForkServer:
     """The client: one server of each kind per pytest process, started on first use."""
 
-    def __init__(self, torch_npu: bool = False) -> None:
+    def __init__(self, torch_npu: bool = False, env: dict[str, str] | None = None) -> None:
         self.torch_npu = torch_npu
-        self._env = dict(os.environ)
+        self._env = dict(os.environ if env is None else env)
         self._proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), *(["--torch-npu"] if torch_npu else [])],
             env=self._env,

@@ -1,23 +1,24 @@
 """Running programs: each batch in a process with the plugin and in another natively
-(``TORCH_NPU_PINPOOL=0``). The processes are children forked by one fork server
-(``runner.py --serve``, started on first use, in an empty directory: from the repository root
-the source ``torch_npu_pinpool/``, which has no ``_C``, would shadow the installed plugin),
-Note [Fork server] in runner.py; ``PINPOOL_FUZZ_FORK=0`` runs each in a fresh interpreter
-instead (runner.py by path), the way it is done before the fork server. ``jobs=2`` runs a
-batch's two processes at once. A batch whose run did not report (crash, hang) is run again
-program by program, so the crash is charged to the program that caused it.
+(``TORCH_NPU_PINPOOL=0``). The processes are ``runner.py`` forked from test/forkserver.py's
+server that has imported torch and torch_npu (Note [Scenarios forked after torch_npu's import]:
+the runtime, both allocators and PYTORCH_NPU_ALLOC_CONF start in the child), one server per
+process run at once; ``PINPOOL_FUZZ_FORK=0`` runs each in a fresh interpreter instead
+(runner.py by path), to tell a finding from a fork-server artifact. ``jobs=2`` runs a batch's two
+processes at once. A batch whose run did not report (crash, hang) is run again program by
+program, so the crash is charged to the program that caused it.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from forkserver import ForkServer
 
 try:
     from fuzz.program import Program, needs_own_process
@@ -26,10 +27,9 @@ except ImportError:  # run from inside test/fuzz
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
 RESULT_TAG = "PINPOOL_RESULT:"
-SERVED_TAG = "PINPOOL_SERVED:"  # runner.py's
 Result = dict[str, Any]
 Job = tuple[list[Program], bool]  # programs, plugin
-_server: dict[str, Any] = {}  # the fork server: its Popen and its directory
+_servers: list[ForkServer | None] = []  # one per process run at once, started on first use
 
 
 def _base_env() -> dict[str, str]:
@@ -45,28 +45,31 @@ def _plugin_env(plugin: bool) -> dict[str, str]:
     return {} if plugin else {"TORCH_NPU_PINPOOL": "0"}
 
 
-def _fork_server() -> subprocess.Popen:
-    """The fork server, started (or restarted, if it died) on first use."""
-    proc = _server.get("proc")
-    if proc is None or proc.poll() is not None:
-        cwd = _server.setdefault("dir", tempfile.mkdtemp(prefix="pinpool-fuzz-"))
-        proc = subprocess.Popen(
-            [sys.executable, RUNNER, "--serve"], env=_base_env(), cwd=cwd, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=open(os.path.join(cwd, "server.err"), "a"),
-        )
-        _server["proc"] = proc
-        if not _server.get("atexit"):
-            _server["atexit"] = atexit.register(_stop_server)
-    return proc
+def _server(i: int) -> ForkServer:
+    """The ``i``-th fork server, started (or restarted, if it died) on first use."""
+    _servers.extend([None] * (i + 1 - len(_servers)))
+    if _servers[i] is None or not _servers[i].serves(_base_env()):
+        _servers[i] = ForkServer(torch_npu=True, env=_base_env())
+        if not _servers[i].usable:
+            raise RuntimeError("torch's import loaded torch_npu; run with PINPOOL_FUZZ_FORK=0")
+    return _servers[i]
 
 
-def _stop_server() -> None:
-    proc = _server.pop("proc", None)
-    if proc is not None and proc.poll() is None:
-        proc.stdin.close()
-        proc.wait()
-    shutil.rmtree(_server.pop("dir", ""), ignore_errors=True)
+def _forked(specs: list[dict[str, Any]], cwd: str) -> list[Any]:
+    """Each spec forked from a server of its own, all at once; their exit codes."""
+
+    def run(i: int) -> Any:
+        spec = specs[i]
+        argv, env = [RUNNER, spec["programs"]], {**_base_env(), **spec["env"]}
+        try:
+            return _server(i).run(argv, env, cwd, spec["out"], spec["err"], spec["timeout"])[1]
+        except subprocess.TimeoutExpired:
+            return "timeout"
+        except RuntimeError as e:  # the server died; its stderr says why
+            return f"fork server died: {e}"
+
+    with ThreadPoolExecutor(len(specs)) as pool:
+        return list(pool.map(run, range(len(specs))))
 
 
 def _fresh(specs: list[dict[str, Any]], cwd: str) -> list[Any]:
@@ -101,17 +104,8 @@ def run_jobs(jobs: list[Job], timeout: float = 900.0) -> list[tuple[list[Result]
                 json.dump(programs, f)
             specs.append({"programs": path, "out": f"{path}.out", "err": f"{path}.err",
                           "env": _plugin_env(plugin), "timeout": timeout})
-        if os.environ.get("PINPOOL_FUZZ_FORK", "1") == "0":
-            codes = _fresh(specs, cwd)
-        else:
-            server = _fork_server()
-            server.stdin.write(json.dumps(specs) + "\n")
-            server.stdin.flush()
-            codes = ["fork server died"] * len(specs)  # if no reply: server.err says why
-            for line in server.stdout:
-                if line.startswith(SERVED_TAG):
-                    codes = json.loads(line[len(SERVED_TAG) :])
-                    break
+        fresh = os.environ.get("PINPOOL_FUZZ_FORK", "1") == "0"
+        codes = _fresh(specs, cwd) if fresh else _forked(specs, cwd)
         return [_result(spec, code, plugin, timeout)
                 for spec, code, (_, plugin) in zip(specs, codes, jobs)]
 

@@ -14,8 +14,7 @@ decides when the plugin - through test/scenarios/_lib/scenario.py - is imported 
 ``activate`` step, else before it starts) and PYTORCH_NPU_ALLOC_CONF (set before the device
 allocator starts).
 
-``python test/fuzz/runner.py --serve`` is the fork server execute.py runs (Note [Fork server]):
-it imports torch and torch_npu once and forks a child per job line on stdin.
+execute.py forks it from test/forkserver.py's server that has imported torch and torch_npu.
 
 Per program the report holds, per step: ``pins`` and ``bytes`` (runtime pins and pinned bytes
 live, simulator counters, relative to the program's start), ``graphs`` (graphs of the program
@@ -61,7 +60,6 @@ gc.freeze()
 scenario: Any = None  # test/scenarios/_lib/scenario.py, imported = the plugin activated
 PROBE = 64  # bytes read back from each end of a copy's destination
 FORK_TIMEOUT_S = 10.0  # a forked child that has not exited by then hung
-SERVED_TAG = "PINPOOL_SERVED:"
 
 
 def activate() -> None:
@@ -464,59 +462,9 @@ def run_programs(programs: list[dict[str, Any]]) -> None:
     )
 
 
-# Note [Fork server]
-# Importing torch and torch_npu is most of a fuzz process's cost (~5 s of CPU on this project's
-# machines; a program's steps take tenths of a second), so ``--serve`` imports them once and
-# forks a child per job. Up to the fork the server has set no device, created no stream and
-# imported no plugin: the runtime and both allocators start in the child, after it has set its
-# own environment (TORCH_NPU_PINPOOL, PYTORCH_NPU_ALLOC_CONF), as in a fresh process - only the
-# import order differs (PYTORCH_NPU_ALLOC_CONF is read when the device allocator starts, not
-# at import). The child exits the normal way, so exit-time crashes still count.
-# PINPOOL_FUZZ_FORK=0 (execute.py) runs every job in a fresh interpreter instead.
-def serve() -> None:
-    """Per line on stdin (a JSON list of jobs: ``programs``, ``out``, ``err`` paths, ``env``
-    to set, ``timeout`` s), run each job in a forked child, all at once; print a line
-    ``SERVED_TAG`` + the JSON list of their exit codes (``"timeout"``: killed at its deadline;
-    torch_npu's import prints on stdout too)."""
-    for line in sys.stdin:
-        jobs = json.loads(line)
-        pids = [spawn(job) for job in jobs]
-        deadline = time.monotonic() + max(job["timeout"] for job in jobs)
-        codes: dict[int, Any] = {}
-        while len(codes) < len(pids):
-            for pid in set(pids) - set(codes):
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    codes[pid] = os.waitstatus_to_exitcode(status)
-            if time.monotonic() > deadline:
-                for pid in set(pids) - set(codes):
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
-                    codes[pid] = "timeout"
-            time.sleep(0.005)
-        print(SERVED_TAG + json.dumps([codes[pid] for pid in pids]), flush=True)
-
-
-def spawn(job: dict[str, Any]) -> int:
-    """Fork a child that runs ``job`` and exits; the child's pid."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid:
-        return pid
-    for fd, path in ((1, job["out"]), (2, job["err"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-    os.environ.update(job["env"])
-    run_programs(_load(job["programs"]))
-    sys.exit(0)  # the normal exit: atexit handlers and destructors run as in a fresh process
-
-
 def main() -> None:
-    if sys.argv[1:] == ["--serve"]:
-        serve()
-    else:
-        path = sys.argv[1] if len(sys.argv) > 1 else os.environ["PINPOOL_FUZZ_PROGRAMS"]
-        run_programs(_load(path))
+    path = sys.argv[1] if len(sys.argv) > 1 else os.environ["PINPOOL_FUZZ_PROGRAMS"]
+    run_programs(_load(path))
 
 
 main()

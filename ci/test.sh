@@ -54,7 +54,7 @@ if ((${#optional[@]} > 1)); then
 fi
 BUDGET_S=$((${PINPOOL_BUDGET_MIN:-70} * 60))
 LEG_S=$((${PINPOOL_LEG_MIN:-10} * 60)) # raised to the longest pair run so far
-ROWS="$(mktemp)" && exec 3>"$ROWS"
+ROWS="$(mktemp)" && exec 3>"$ROWS" && export PINPOOL_AS_NPU_COVERED="$ROWS.as-npu"
 t_all=$SECONDS cached=$(find "$ROOT" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
 
 # leg SCRIPT ARGS...: one leg script; its rows go to the table, its failure makes the run red.
@@ -92,7 +92,7 @@ banner summary
 printf '%-24s %-7s %6s  %s\n' leg result time detail
 cat "$ROWS"
 python3 ci/lib/command_record.py --seconds $((SECONDS - t_all)) --cached-envs "$cached" --rows "$ROWS" --out "$RESULTS"
-rm -f "$ROWS"
+rm -f "$ROWS" "$PINPOOL_AS_NPU_COVERED"
 python3 ci/lib/newer_releases.py 2>/dev/null || true
 echo "leg summaries: $RESULTS (render them: python ci/render_results.py)"
 echo "total: $((SECONDS - t_all))s"

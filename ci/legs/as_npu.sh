@@ -14,7 +14,9 @@
 # it is sound are in that file), the files whose tests share results, the required floor. Without
 # --record (a build check, ci/legs/build_check.sh) or without the file: every test of
 # test/pinpool test/repo test/stress test/consumers (not test_packaging.py, which only builds
-# sdists).
+# sdists). PINPOOL_AS_NPU_COVERED=FILE (ci/test.sh sets it for its run): what an earlier pair's
+# as-npu leg passed with is left out (--covered FILE, but for the required floor), and this leg's
+# selection is added to FILE when it passes.
 # Then `python ci/lib/as_npu_selection.py JUNIT` must pass: no test failed and every required
 # feature ran (not checked when pytest arguments restrict the run: --partial; pytest exit 5,
 # nothing selected, then passes too; without arguments it fails).
@@ -41,7 +43,10 @@ t0=$SECONDS
 junit="$ROOT/$pair.as-npu.xml"
 selection="$ROOT/$pair.as-npu.selection.txt"
 rm -f "$junit"
-python ci/lib/as_npu_selection.py --select ${record:+"$record"} >"$selection"
+covered="" # only a leg with a record of its own (a build check runs every test)
+[[ -z "$record" ]] || covered="${PINPOOL_AS_NPU_COVERED:-}"
+python ci/lib/as_npu_selection.py --select ${record:+"$record"} ${covered:+--covered "$covered"} \
+    >"$selection"
 mapfile -t sel < <(grep -v '^#' "$selection")
 what="$(sed -n 's/^# //p' "$selection")"
 mapfile -t opts < <(xdist)
@@ -61,6 +66,7 @@ echo "$counts"
 [[ $doctor_rc == 0 ]] || rc=$doctor_rc
 record_leg "$pair as-npu" "$junit" "$rc"
 if [[ $rc == 0 ]]; then
+    [[ -z "$covered" || ${#partial[@]} != 0 ]] || printf '%s\n' "${sel[@]}" >>"$covered"
     row "$pair as-npu" PASS "$((SECONDS - t0))s" "$counts; selection: $what"
 else
     echo "FAILED: the as-a-real-NPU leg of pair $pair (exit $rc)" >&2

@@ -1,7 +1,8 @@
 """The "as a real NPU" leg of ci/test.sh (ci/legs/as_npu.sh): which tests it runs, and the check
 of what it ran.
 
-    python ci/lib/as_npu_selection.py --select [RECORD]   # the leg's pytest arguments, one a line
+    python ci/lib/as_npu_selection.py --select [RECORD] [--covered FILE]
+                                                         # the leg's pytest arguments, one a line
     python ci/lib/as_npu_selection.py JUNIT.xml [--partial]
 
 What the leg changes, and nothing else (issue #50): SIMCANN_LIB_DIR is unset and
@@ -35,6 +36,11 @@ selection, test/pinpool test/repo test/stress test/consumers.
 The check (JUNIT): prints one line (tests that ran without the simulator API, skipped, failed)
 and exits 1 when a test failed or, unless --partial (the run had extra pytest arguments such as
 -k), a feature of REQUIRED ran no test.
+
+--covered FILE: the pytest arguments an earlier as-npu leg of the same run passed with (another
+pair's; ci/legs/as_npu.sh keeps them in PINPOOL_AS_NPU_COVERED), left out here but for REQUIRED:
+every test that asked on some pair runs without the simulator's API once per run, on the first
+pair where it asked, and the simulator leg of every pair has run it with the API.
 """
 
 from __future__ import annotations
@@ -112,8 +118,17 @@ def keeps_state(path: Path) -> bool:
     return False
 
 
-def select(record: Path | None) -> tuple[list[str], str]:
+def select(record: Path | None, covered: Path | None = None) -> tuple[list[str], str]:
     """The leg's pytest arguments and a line that says what they are."""
+    args, what = _select(record)
+    done = set(covered.read_text().split()) if covered and covered.is_file() else set()
+    keep = [a for a in args if a not in done or a in REQUIRED.values()]
+    if len(keep) < len(args):
+        what += f"; {len(args) - len(keep)} of these already passed on an earlier pair"
+    return keep, what
+
+
+def _select(record: Path | None) -> tuple[list[str], str]:
     if record is None or not record.is_file():
         return FULL, "every test (no record of the simulator leg)"
     asked = {line.strip() for line in record.read_text().splitlines() if line.strip()}
@@ -162,7 +177,9 @@ def check(path: str, partial: bool) -> int:
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--select":
-        args, what = select(Path(argv[1]) if len(argv) > 1 else None)
+        covered = Path(argv[argv.index("--covered") + 1]) if "--covered" in argv else None
+        rest = [a for a in argv[1:] if a != "--covered" and (covered is None or a != str(covered))]
+        args, what = select(Path(rest[0]) if rest else None, covered)
         print(f"# {what}")
         print("\n".join(args))
         return 0

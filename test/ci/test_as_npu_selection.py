@@ -104,6 +104,28 @@ def test_selection_from_a_record(tmp_path):
     assert sel.select(record)[0] == sel.FULL
 
 
+def test_what_an_earlier_pair_passed_is_left_out_but_the_required_floor(tmp_path):
+    """PINPOOL_AS_NPU_COVERED: the second pair's leg runs only what the first pair's did not
+    (each test without the simulator's API once per run), and every required test again."""
+    audit = "test/pinpool/test_audit.py::test_clean_decode_loop_reports_nothing[queued]"
+    only_here = "test/pinpool/test_fork.py::test_forked_child_neither_hangs_nor_calls_the_runtime"
+    record = tmp_path / "record.txt"
+    record.write_text(f"{audit}\n{only_here}\n")
+    first, _ = sel.select(record)
+    covered = tmp_path / "covered.txt"
+    covered.write_text("\n".join(first) + "\n")
+    record.write_text(f"{audit}\n{only_here}[native]\n")
+    args, what = sel.select(record, covered)
+    assert args == sorted([f"{only_here}[native]", *sel.REQUIRED.values()])
+    assert "1 of these already passed on an earlier pair" in what
+    out = subprocess.run(
+        [sys.executable, str(REPO / "ci/lib/as_npu_selection.py"), "--select", str(record),
+         "--covered", str(covered)],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    assert out[1:] == args
+
+
 def test_required_tests_exist():
     """A renamed test must be renamed in REQUIRED too (the leg would fail "MISSING")."""
     for prefix in sel.REQUIRED.values():

@@ -4,8 +4,9 @@ modules torch_npu's import loads), and in its second kind torch_npu too, forked 
 
 Note [Scenarios forked from a torch-only interpreter]
 Importing torch and torch_npu costs most of a short scenario's CPU, and every test runs one or
-two scenarios. A child forked from an interpreter that has imported only those is what a fresh
-``python SCRIPT`` is once its ``import torch`` has run, provided three things hold:
+two scenarios. A child forked from an interpreter that has imported only torch (and the torch
+modules torch_npu's import loads) is what a fresh ``python SCRIPT`` is once its ``import torch``
+has run, provided three things hold:
   * torch's import saw the same environment: the client forks only when the child's
     environment differs from the server's in no variable the interpreter's start or torch's
     import may read (``_IMPORT_TIME_PREFIXES``); any such difference

@@ -121,11 +121,18 @@ def keeps_state(path: Path) -> bool:
 def select(record: Path | None, covered: Path | None = None) -> tuple[list[str], str]:
     """The leg's pytest arguments and a line that says what they are."""
     args, what = _select(record)
-    done = set(covered.read_text().split()) if covered and covered.is_file() else set()
+    done = set(covered.read_text().splitlines()) if covered and covered.is_file() else set()
+    if not done:
+        return args, what
     keep = [a for a in args if a not in done or a in REQUIRED.values()]
-    if len(keep) < len(args):
-        what += f"; {len(args) - len(keep)} of these already passed on an earlier pair"
-    return keep, what
+    left_out = len(args) - len(keep)
+    # a required test whose whole file was left out runs alone
+    keep += [r for r in REQUIRED.values() if not any(_covers(a, r) for a in keep)]
+    return keep, f"{what}; {left_out} of these already passed on an earlier pair"
+
+
+def _covers(arg: str, node: str) -> bool:
+    return node == arg or node.startswith((arg + "::", arg + "/"))
 
 
 def _select(record: Path | None) -> tuple[list[str], str]:

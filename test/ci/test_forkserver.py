@@ -83,42 +83,34 @@ def test_forked_child_is_what_a_fresh_interpreter_is(server, npu_server, tmp_pat
             assert "forkserver" not in run[2]
 
 
-def test_environment_torch_reads_is_never_forked(server):
-    """A variable torch's import (or the interpreter's start) may read gets a fresh interpreter;
-    the plugin's, the simulator's and a scenario's own knobs are read after the fork."""
-    base = dict(os.environ)
-    for name, value in [
-        ("TORCH_DEVICE_BACKEND_AUTOLOAD", "1"),
-        ("PYTHONPATH", "/elsewhere"),
-        ("LD_PRELOAD", "libx.so"),
-        ("PINPOOL_TEST_FORKSERVER", "0"),
-        ("OMP_NUM_THREADS", "7"),
-    ]:
-        assert not server.serves({**base, name: value}), name
-    for name, value in [
-        ("TORCH_NPU_PINPOOL", "0"),
-        ("SIMCANN_TASK_DELAY_US", "9"),
-        ("PYTORCH_NPU_ALLOC_CONF", "x:1"),
-        ("FAIL_HOW", "unjoined"),
-    ]:
-        assert server.serves({**base, name: value}), name
+# Per kind of server: variables whose difference gets a fresh interpreter, and variables read
+# after the fork (the plugin's, the simulator's, a scenario's own knobs).
+_ENV_CASES = {
+    "torch": (
+        [("TORCH_DEVICE_BACKEND_AUTOLOAD", "1"), ("PYTHONPATH", "/elsewhere"),
+         ("LD_PRELOAD", "libx.so"), ("PINPOOL_TEST_FORKSERVER", "0"), ("OMP_NUM_THREADS", "7")],
+        [("TORCH_NPU_PINPOOL", "0"), ("SIMCANN_TASK_DELAY_US", "9"),
+         ("PYTORCH_NPU_ALLOC_CONF", "x:1"), ("FAIL_HOW", "unjoined")],
+    ),
+    "torch_npu": (
+        [("SIMCANN_TASK_DELAY_US", "9"), ("PYTORCH_NPU_ALLOC_CONF", "x:1"),
+         ("TASK_QUEUE_ENABLE", "0"), ("ASCEND_LAUNCH_BLOCKING", "1"),
+         ("TORCH_DEVICE_BACKEND_AUTOLOAD", "1")],
+        [("TORCH_NPU_PINPOOL", "0"), ("FAIL_HOW", "unjoined")],
+    ),
+}  # fmt: skip
 
 
-def test_environment_torch_npu_reads_is_never_forked_after_its_import(npu_server):
-    """The server that has imported torch_npu serves no child that differs in what that import
-    or the runtime it loads reads (the simulator's knobs, torch_npu's options, the device
-    allocator's settings); the plugin's and a scenario's own knobs are read after the fork."""
+@pytest.mark.parametrize("kind", ["torch", "torch_npu"])
+def test_environment_an_import_reads_is_never_forked(server, npu_server, kind):
+    """A variable torch's import (or the interpreter's start), and for the server that has
+    imported torch_npu what that import or the runtime it loads reads, gets a fresh
+    interpreter; the plugin's and a scenario's own knobs are read after the fork."""
+    server = npu_server if kind == "torch_npu" else server
+    fresh, forked = _ENV_CASES[kind]
     base = dict(os.environ)
-    for name, value in [
-        ("SIMCANN_TASK_DELAY_US", "9"),
-        ("PYTORCH_NPU_ALLOC_CONF", "x:1"),
-        ("TASK_QUEUE_ENABLE", "0"),
-        ("ASCEND_LAUNCH_BLOCKING", "1"),
-        ("TORCH_DEVICE_BACKEND_AUTOLOAD", "1"),
-    ]:
-        assert not npu_server.serves({**base, name: value}), name
-    for name, value in [("TORCH_NPU_PINPOOL", "0"), ("FAIL_HOW", "unjoined")]:
-        assert npu_server.serves({**base, name: value}), name
+    assert [n for n, v in fresh if server.serves({**base, n: v})] == []
+    assert [n for n, v in forked if not server.serves({**base, n: v})] == []
 
 
 @pytest.mark.parametrize(

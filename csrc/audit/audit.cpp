@@ -5,7 +5,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
-#include <torch_npu/csrc/core/npu/NPUStream.h>
 
 #include <algorithm>
 #include <chrono>
@@ -735,7 +734,7 @@ std::unique_ptr<ReplayCheck> Audit::replay_begin(uint64_t graph) {
     }
   }
   // NPUGraph::replay runs on the current stream of the capture device (Note [Replay fences]).
-  const Stream stream = c10_npu::getCurrentNPUStream(device);
+  const Stream stream = current_stream(device);
   std::vector<void*> unsettled;  // Note [Sampled device writes]: asked outside the lock
   for (void* block : read_blocks) {
     if (!writes_settled(block)) {

@@ -202,14 +202,16 @@ bool launch_probe(const Stream& stream, ProbeFn fn, void* arg) {
   }
   const c10::DeviceIndex device = stream.device_index();
   c10_npu::NPUGuard device_guard(device);
-  auto probe = std::make_unique<Probe>(Probe{fn, arg, stream.stream(false), nullptr, device, {}});
+  const c10_npu::NPUStream npu_stream(c10_npu::NPUStream::UNCHECKED, stream);
+  auto probe =
+      std::make_unique<Probe>(Probe{fn, arg, npu_stream.stream(false), nullptr, device, {}});
   {
     std::lock_guard<std::mutex> lock(state().mutex);
     probe->side = side_stream_locked(probe->stream);
     probe->events = take_events_locked(device);
   }
   // RunOpApi enqueues on the current stream: make it S for this call.
-  c10_npu::NPUStreamGuard stream_guard(stream);
+  c10_npu::NPUStreamGuard stream_guard(npu_stream);
   Probe* raw = probe.release();
   at_npu::native::OpCommand::RunOpApi("torch_npu_pinpool::completion_probe", [raw]() {
     issue(raw);

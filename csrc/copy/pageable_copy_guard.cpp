@@ -76,7 +76,7 @@ bool copy_during_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, const
     return false;
   }
   // torch_npu copies on the current stream of the NPU side's device.
-  const Stream stream = c10_npu::getCurrentNPUStream((to_device ? self : src).device().index());
+  const Stream stream = current_stream((to_device ? self : src).device().index());
   if (!stream_capturing(stream)) {
     return false;
   }

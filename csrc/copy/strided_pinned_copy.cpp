@@ -10,7 +10,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <torch_npu/csrc/core/npu/NPUGuard.h>
+#include <c10/core/DeviceGuard.h>
 
 #include <cstring>
 
@@ -132,7 +132,7 @@ void staged_copy_in_capture(PinPoolHostAllocatorImpl& impl, at::Tensor& self, co
               " every replay runs (torch_npu alone refuses this capture too). Pin the tensor "
               "after torch_npu_pinpool is active, or: ",
               kStagingFix, " Nothing was enqueued: the capture is still underway.");
-  c10_npu::NPUGuard device(stream.device());  // `stream` is current: S comes from the graph's pool
+  c10::DeviceGuard device(stream.device());  // `stream` is current: S comes from the graph's pool
   at::Tensor staging = at::empty(self.sizes(), host.options().pinned_memory(true));
   auto copy = to_device ? std::make_shared<StridedHostCopy>(staging, view)
                         : std::make_shared<StridedHostCopy>(view, staging);

@@ -1,5 +1,4 @@
 // The capture hooks: every call that adds, ends or retires a capture or a graph.
-#include <torch_npu/csrc/core/npu/NPUFunctions.h>
 
 #include <algorithm>
 #include <array>
@@ -22,15 +21,13 @@ namespace torch_npu_pinpool {
 // (Note [Releases without hooks]).
 
 namespace {
-c10::DeviceIndex pool_hook_device() { return c10_npu::current_device(); }
+c10::DeviceIndex pool_hook_device() { return current_device(); }
 
 thread_local CapturedGraph* t_announced = nullptr;  // for the next begin_allocate_to_pool
 
 // Matches nothing until graph_capturing has read the model.
 CaptureFilter model_filter(CapturedGraph* graph) {
-  return [graph](c10::Stream s) {
-    return captures_into(Stream(Stream::UNCHECKED, s), graph->model.load());
-  };
+  return [graph](c10::Stream s) { return captures_into(s, graph->model.load()); };
 }
 }  // namespace
 
@@ -110,7 +107,7 @@ void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, Capture
 }
 
 void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
-  const Stream stream = c10_npu::getCurrentNPUStream();
+  const Stream stream = current_stream();
   const CaptureInfo info = capture_info(stream);
   std::lock_guard<std::mutex> lock(graphs_.mutex());
   CapturedGraph* graph = graphs_.find(handle);
@@ -192,13 +189,13 @@ thread_local std::array<NotedReplay, 8> t_replays_noted{};
 void PinPoolHostAllocatorImpl::graph_replay(uint64_t handle) {
   fences_.note_replay();  // Note [Shared fences]
   NotedReplay& noted = t_replays_noted[handle % t_replays_noted.size()];
-  if (noted.handle == handle && c10_npu::getCurrentNPUStream(noted.device).id() == noted.stream) {
+  if (noted.handle == handle && current_stream(noted.device).id() == noted.stream) {
     return;
   }
   std::lock_guard<std::mutex> lock(graphs_.mutex());
   CapturedGraph* graph = graphs_.find(handle);
   if (graph != nullptr && graph->pool != nullptr) {
-    const Stream stream = c10_npu::getCurrentNPUStream(graph->pool->device);
+    const Stream stream = current_stream(graph->pool->device);
     auto& streams = graph->replay_streams;
     if (std::find(streams.begin(), streams.end(), stream) == streams.end()) {
       streams.push_back(stream);

@@ -23,7 +23,7 @@ std::pair<void*, void*> PinPoolHostAllocatorImpl::allocate_during_capture(size_t
   if (size == 0) {
     return {nullptr, nullptr};
   }
-  const Stream stream = c10_npu::getCurrentNPUStream();
+  const Stream stream = current_stream();
   GraphPool* pool = nullptr;
   {
     std::lock_guard<std::mutex> lock(graphs_.mutex());

@@ -39,9 +39,8 @@ CapturedGraph* GraphRegistry::find(uint64_t handle) {
 // Filters match ACTIVE streams only, but an INVALIDATED stream (a captured task failed) is still
 // in its capture: a copy there belongs to the graph whose model the stream captures into.
 CapturedGraph* GraphRegistry::capturing_on(const Stream& stream) {
-  const c10::Stream s = stream.unwrap();
   for (CapturedGraph* graph : capturing_) {
-    if (graph->filter(s)) {
+    if (graph->filter(stream)) {
       return graph;
     }
   }

@@ -152,9 +152,7 @@ void PinPoolHostAllocatorImpl::record_stream(std::optional<std::vector<Event>>& 
 bool PinPoolHostAllocatorImpl::query_event(Event& event) { return event_done(event); }
 
 #if PINPOOL_HAS_ATEN_HOST_POOLS
-Stream PinPoolHostAllocatorImpl::get_current_stream() const {
-  return c10_npu::getCurrentNPUStream();
-}
+Stream PinPoolHostAllocatorImpl::get_current_stream() const { return current_stream(); }
 
 bool PinPoolHostAllocatorImpl::stream_is_capturing(Stream stream) const {
   return stream_capturing(stream);
@@ -187,7 +185,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
 }
 
 bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
-  const Stream stream(Stream::UNCHECKED, s);
+  const Stream stream = s;
   if (C10_UNLIKELY(observer_ != nullptr)) {  // before ATen's event: Note [Completion probes]
     PinBlock* block = blocks_.find(ptr);
     if (block != nullptr && !stream_capturing(stream)) {  // captured: replays are checked
@@ -218,7 +216,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
 bool PinPoolHostAllocatorImpl::record_eager_use(void* ptr, void* ctx, Stream stream) {
   PinBlock* block = blocks_.find(ptr);
   if (block == nullptr) {
-    return native_->record_event(ptr, ctx, stream.unwrap());
+    return native_->record_event(ptr, ctx, stream);
   }
   std::lock_guard<std::mutex> guard(block->mutex_);
   block->streams_.insert(stream);

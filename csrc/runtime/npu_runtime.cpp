@@ -4,8 +4,10 @@
 
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
+#include <torch_npu/csrc/core/npu/NPUEvent.h>
 #include <torch_npu/csrc/core/npu/NPUFunctions.h>
 #include <torch_npu/csrc/core/npu/NPUGuard.h>
+#include <torch_npu/csrc/core/npu/NPUStream.h>
 #include <torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.h>
 
 #include <algorithm>
@@ -41,7 +43,15 @@ Event make_event(c10::DeviceIndex device) {
 
 std::atomic<bool> g_forked_child{false};
 
+c10_npu::NPUStream npu_stream(const Stream& stream) {
+  return c10_npu::NPUStream(c10_npu::NPUStream::UNCHECKED, stream);
+}
+
 }  // namespace
+
+c10::DeviceIndex current_device() { return c10_npu::current_device(); }
+
+Stream current_stream(c10::DeviceIndex device) { return c10_npu::getCurrentNPUStream(device); }
 
 void note_forked_child() { g_forked_child.store(true); }
 
@@ -75,7 +85,7 @@ CaptureInfo capture_info(const Stream& stream) {
   int status = 0;
   void* model = nullptr;
   // stream(false): the raw stream, without draining torch_npu's task queue.
-  if (get_info == nullptr || get_info(stream.stream(false), &status, &model) != 0) {
+  if (get_info == nullptr || get_info(npu_stream(stream).stream(false), &status, &model) != 0) {
     return {};
   }
   return {static_cast<CaptureStatus>(status), model};
@@ -84,7 +94,9 @@ CaptureInfo capture_info(const Stream& stream) {
 int launch_host_func(const Stream& stream, void (*fn)(void*), void* arg) {
   using LaunchFn = int (*)(void*, void (*)(void*), void*);
   static const auto launch = acl_function<LaunchFn>("aclrtLaunchHostFunc");
-  return launch == nullptr ? -1 : launch(stream.stream(), fn, arg);  // behind the queued work
+  return launch == nullptr
+             ? -1
+             : launch(npu_stream(stream).stream(), fn, arg);  // behind the queued work
 }
 
 // Note [Is this stream capturing]
@@ -108,7 +120,7 @@ bool runtime_up() {
 
 Event record_on(const Stream& stream) {
   Event event = make_event(stream.device_index());
-  event->record(stream);
+  event->record(npu_stream(stream));
   return event;
 }
 

@@ -1,16 +1,25 @@
-// What the allocator asks of the NPU runtime: capture status, and fence events.
+// What the allocator asks of the NPU runtime: capture status, and fence events. torch_npu's
+// headers stay in the .cpp (NPUStream.h includes every NPU operator's declaration; only the
+// audit's completion probe includes one too): elsewhere an NPU stream is a c10::Stream.
 #pragma once
 
-#include <torch_npu/csrc/core/npu/NPUEvent.h>
-#include <torch_npu/csrc/core/npu/NPUStream.h>
+#include <c10/core/Stream.h>
 
-#include <chrono>
 #include <memory>
 #include <vector>
 
+namespace c10_npu {
+struct NPUEvent;
+}  // namespace c10_npu
+
 namespace torch_npu_pinpool {
 
-using Stream = c10_npu::NPUStream;
+// An NPU stream (torch_npu's NPUStream is a c10::Stream of device type PrivateUse1).
+using Stream = c10::Stream;
+
+c10::DeviceIndex current_device();
+// torch_npu's current stream on `device` (-1: the current device).
+Stream current_stream(c10::DeviceIndex device = -1);
 
 // aclmdlRICaptureStatus, spelled out: 2.9's acl header is C++ only.
 enum class CaptureStatus : int { kNone = 0, kActive = 1, kInvalidated = 2 };

@@ -1,6 +1,6 @@
 // What the allocator asks of the NPU runtime: capture status, and fence events. torch_npu's
 // headers stay in the .cpp (NPUStream.h includes every NPU operator's declaration; only the
-// audit's completion probe includes one too): elsewhere an NPU stream is a c10::Stream.
+// completion probe includes one too): elsewhere an NPU stream is a c10::Stream.
 #pragma once
 
 #include <c10/core/Stream.h>

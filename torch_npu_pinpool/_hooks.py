@@ -140,7 +140,7 @@ def _replay_audited(ext: Any, orig: Callable) -> Callable:
 
 def _reset(ext: Any, orig: Callable) -> Callable:
     died = ext.graph_died
-    scope = ext.hooked_reset
+    scope = ext.hooked_reset if ext.aten_host_pools else None
 
     def reset(self):
         graph = self.__dict__.get(_HANDLE)
@@ -148,12 +148,16 @@ def _reset(ext: Any, orig: Callable) -> Callable:
             return orig(self)
         # torch_npu's reset first: if it raises, the graph can still replay, so its blocks
         # stay its own (the plugin's state is as it was before the call). Its release_pool is
-        # this graph's, not another's (csrc Note [Releases without hooks]).
-        scope(True)
-        try:
+        # this graph's, not another's (csrc Note [Releases without hooks]); torch < 2.11 has
+        # no release_pool, so no scope to open.
+        if scope is not None:
+            scope(True)
+            try:
+                result = orig(self)
+            finally:
+                scope(False)
+        else:
             result = orig(self)
-        finally:
-            scope(False)
         del self.__dict__[_HANDLE]
         if _live.pop(graph.id, None) is not None:  # graph.release(), inlined
             died(graph.id)

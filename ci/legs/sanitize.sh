@@ -13,7 +13,8 @@
 #     below) does not fit. Off by default: `bash ci/test.sh` alone runs no sanitizer leg.
 #
 # The selection (issue #20): the stress suite, graph ownership, threads, eager copies, failure
-# paths, conditional nodes and the consumers. PINPOOL_SANITIZE_TESTS overrides it (e.g.
+# paths, conditional nodes and the consumers; issue #47's: large blocks, settings, staged views,
+# fork, host_empty_cache, the fuzzer. PINPOOL_SANITIZE_TESTS overrides it (e.g.
 # "test/pinpool test/stress test/consumers": every allocator test).
 set -uo pipefail
 # shellcheck source=ci/legs/common.sh
@@ -34,7 +35,10 @@ test/pinpool/test_eager_copies.py::test_eager_copy_queued_when_its_tensor_is_fre
 test/pinpool/test_eager_copies.py::test_streams_racing_on_a_pinned_buffer_is_the_programs_race
 test/pinpool/test_failure_paths.py::test_user_errors
 test/pinpool/test_failure_paths.py::test_runtime_faults
-test/pinpool/test_cond_in_capture.py test/consumers"
+test/pinpool/test_cond_in_capture.py test/consumers
+test/pinpool/test_large_blocks.py test/pinpool/test_allocator_settings.py
+test/pinpool/test_pinned_view_copy.py test/pinpool/test_fork.py
+test/pinpool/test_host_cache_api.py test/fuzz/test_fuzz.py"
 # What the CI leg is budgeted at: the ASan leg on one pair from nothing (builds, simulator,
 # tests) took ~21 min, too much for CI's 90 minutes on top of the required legs by default.
 SANITIZE_CI_LEG_MIN=15

@@ -13,9 +13,9 @@
 #     below) does not fit. Off by default: `bash ci/test.sh` alone runs no sanitizer leg.
 #
 # The selection (issue #20): the stress suite, graph ownership, threads, eager copies, failure
-# paths, conditional nodes and the consumers; issue #47's: large blocks, settings, staged views,
-# fork, host_empty_cache, the fuzzer. PINPOOL_SANITIZE_TESTS overrides it (e.g.
-# "test/pinpool test/stress test/consumers": every allocator test).
+# paths, conditional nodes and the consumers; issue #47's: large blocks, staged views, fork, the
+# fuzzer, and under ASan only (below) settings and host_empty_cache. PINPOOL_SANITIZE_TESTS
+# overrides it (e.g. "test/pinpool test/stress test/consumers": every allocator test).
 set -uo pipefail
 # shellcheck source=ci/legs/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -36,9 +36,15 @@ test/pinpool/test_eager_copies.py::test_streams_racing_on_a_pinned_buffer_is_the
 test/pinpool/test_failure_paths.py::test_user_errors
 test/pinpool/test_failure_paths.py::test_runtime_faults
 test/pinpool/test_cond_in_capture.py test/consumers
-test/pinpool/test_large_blocks.py test/pinpool/test_allocator_settings.py
-test/pinpool/test_pinned_view_copy.py test/pinpool/test_fork.py
-test/pinpool/test_host_cache_api.py test/fuzz/test_fuzz.py"
+test/pinpool/test_large_blocks.py test/pinpool/test_pinned_view_copy.py test/pinpool/test_fork.py
+test/fuzz/test_fuzz.py"
+# ASan only: under TSan, torch_npu's own host_empty_cache() (an expandable-segments capture
+# refusal, the registry path with the plugin off) is reported as "unlock of an unlocked mutex ...
+# already destroyed" with the plugin off as well as on: the lock is taken in libtorch_npu.so
+# (hidden by ci/lib/tsan-suppressions.txt's called_from_lib), and TSan attributes the unlock to
+# the last frame it can unwind to.
+[[ "$kind" == thread ]] ||
+    SELECTION+=" test/pinpool/test_allocator_settings.py test/pinpool/test_host_cache_api.py"
 # What the CI leg is budgeted at: the ASan leg on one pair from nothing (builds, simulator,
 # tests) took ~21 min, too much for CI's 90 minutes on top of the required legs by default.
 SANITIZE_CI_LEG_MIN=15

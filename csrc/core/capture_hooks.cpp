@@ -1,5 +1,4 @@
 // The capture hooks: every call that adds, ends or retires a capture or a graph.
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -21,8 +20,6 @@ namespace torch_npu_pinpool {
 // (Note [Releases without hooks]).
 
 namespace {
-c10::DeviceIndex pool_hook_device() { return current_device(); }
-
 thread_local CapturedGraph* t_announced = nullptr;  // for the next begin_allocate_to_pool
 
 // Matches nothing until graph_capturing has read the model.
@@ -77,7 +74,7 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
   CapturedGraph* graph = graphs_.add(/*announced=*/true);
   t_announced = graph;
 #else
-  GraphPool* pool = graphs_.pool_for_capture(pool_hook_device(), pool_id);  // may throw: first
+  GraphPool* pool = graphs_.pool_for_capture(current_device(), pool_id);  // may throw: first
   CapturedGraph* graph = graphs_.add(/*announced=*/true);
   graph->pool = pool;
   graph->pool->graphs++;  // the capture's use of its pool, the graph's once it ends
@@ -87,7 +84,7 @@ uint64_t PinPoolHostAllocatorImpl::graph_begin(MempoolId pool_id) {
 }
 
 void PinPoolHostAllocatorImpl::begin_allocate_to_pool(MempoolId pool_id, CaptureFilter filter) {
-  const c10::DeviceIndex device = pool_hook_device();
+  const c10::DeviceIndex device = current_device();
   std::lock_guard<std::mutex> lock(graphs_.mutex());
   CapturedGraph* graph = t_announced;
   t_announced = nullptr;
@@ -124,7 +121,7 @@ void PinPoolHostAllocatorImpl::graph_capturing(uint64_t handle) {
 }
 
 void PinPoolHostAllocatorImpl::end_allocate_to_pool(MempoolId pool_id) {
-  const c10::DeviceIndex device = pool_hook_device();
+  const c10::DeviceIndex device = current_device();
   std::lock_guard<std::mutex> lock(graphs_.mutex());
   if (CapturedGraph* graph = graphs_.capturing_into(device, pool_id)) {
     graphs_.stop_capture(graph);

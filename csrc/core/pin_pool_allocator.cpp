@@ -184,8 +184,7 @@ void PinPoolHostAllocatorImpl::free(void* ctx) {
   free_under_lock(block);
 }
 
-bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s) {
-  const Stream stream = s;
+bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream stream) {
   if (C10_UNLIKELY(observer_ != nullptr)) {  // before ATen's event: Note [Completion probes]
     PinBlock* block = blocks_.find(ptr);
     if (block != nullptr && !stream_capturing(stream)) {  // captured: replays are checked
@@ -193,7 +192,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
     }
   }
   if (C10_LIKELY(!graphs_.capture_underway())) {
-    return Base::record_event(ptr, ctx, s) || record_eager_use(ptr, ctx, stream);
+    return Base::record_event(ptr, ctx, stream) || record_eager_use(ptr, ctx, stream);
   }
   PinBlock* block = blocks_.find(ptr);
   {
@@ -209,7 +208,7 @@ bool PinPoolHostAllocatorImpl::record_event(void* ptr, void* ctx, c10::Stream s)
         "Import torch_npu_pinpool before capturing.");
     return false;
   }
-  return Base::record_event(ptr, ctx, s) || record_eager_use(ptr, ctx, stream);
+  return Base::record_event(ptr, ctx, stream) || record_eager_use(ptr, ctx, stream);
 }
 
 // An eager use of a block Base does not list (a pool, large or captured block) or not ours.

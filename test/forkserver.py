@@ -37,12 +37,22 @@ import (sys.path, numpy) changes nothing that import reads, and PYTORCH_NPU_ALLO
 runner.py sets for a program, is read when the device allocator starts, not at the import
 (torch_npu 2.10 and 2.14, traced with a getenv interposer).
 
+Note [The imports out of the collector's sight]
+The server collects, then freezes (``gc.freeze()``), what its imports made, before its first
+fork: a child's ``gc.collect()`` then walks only the objects the script made. Otherwise every
+full collection in a child walks torch's objects and writes their headers, copying the server's
+pages one at a time.
+Nothing a fresh interpreter's collector would free is hidden: what is frozen survived the
+server's own collection. Only ``gc.get_objects()`` sees less (frozen objects are left out of
+it); no scenario calls it.
+
 Run by path, it is the server: JSON requests on stdin, one reply line per event on stdout.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import os
 import select
@@ -243,6 +253,8 @@ def _serve(torch_npu: bool) -> None:
         return
     if torch_npu:
         importlib.import_module("torch_npu")
+    gc.collect()
+    gc.freeze()  # Note [The imports out of the collector's sight]
     reply(ready=True)
     requests = os.fdopen(requests_fd, "rb")
     for line in requests:

@@ -464,8 +464,10 @@ result = out
 @requires_cond
 def test_torch_cond_captured_as_if_nodes(run_isolated):
     """torch_npu 2.13: ``torch.cond`` under NPUGraphCaptureControlFlowOpDispatchMode is captured
-    as two IF nodes (pred, logical_not(pred)); replays queued back to back, each after its own
-    ``pred.fill_``, give each predicate's branch, in stream order."""
+    as two IF nodes (pred, logical_not(pred)); a replay queued behind its own ``pred.fill_``
+    gives that predicate's branch, in stream order. Each replay is waited for before the next is
+    issued: the next aclmdlRIExecuteAsync writes the handles' default value on the host, so a
+    replay still queued may read it instead of its own predicate (Note [Conditional nodes])."""
     r = run_isolated(
         TORCH
         + r"""
@@ -486,7 +488,7 @@ for i, p in enumerate(flags):
     pred.fill_(p)
     g.replay()
     rows[i].copy_(out)
-torch.npu.synchronize()
+    torch.npu.synchronize()
 result = {"rows": rows.cpu().tolist(), "violations": simcann_violation_count()}
 """
     )

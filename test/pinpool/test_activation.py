@@ -63,16 +63,20 @@ def test_report_asked_of_a_build_without_the_audit_names_the_fix(scenario):
         assert "compiled out" in message and "pip install --force-reinstall" in message, message
 
 
+def _workers(scenario, how: str, env: dict[str, str]) -> dict:
+    """What a worker started by ``how`` (subprocess or spawn) reported."""
+    return scenario("autoload_workers", args=[how], env=env).result[how]
+
+
 @pytest.mark.parametrize("how", ["subprocess", "spawn"])
 def test_workers_that_import_only_torch_npu_are_activated_by_autoload(scenario, how):
     """A worker that only imports torch_npu (vLLM's one process per NPU) gets the plugin through
     torch's backend autoload (the torch.backends entry point): active, and its replay reads the
     input it captured. With TORCH_NPU_PINPOOL=0 the entry point loads but activates nothing, and
     the same replay reads another owner's bytes (torch_npu alone: defect 3)."""
-    on = scenario("autoload_workers", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}).result[how]
+    on = _workers(scenario, how, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"})
     assert on == {"loaded": True, "active": True, "replay": [2.0]}, on
-    off = scenario("autoload_workers", env=env_for(False, TORCH_DEVICE_BACKEND_AUTOLOAD="1"))
-    w = off.result[how]
+    w = _workers(scenario, how, env_for(False, TORCH_DEVICE_BACKEND_AUTOLOAD="1"))
     assert (w["loaded"], w["active"]) == (True, False) and w["replay"] != [2.0], w
 
 
@@ -81,7 +85,7 @@ def test_workers_without_autoload_run_without_the_plugin(scenario, how):
     """TORCH_DEVICE_BACKEND_AUTOLOAD=0: nothing imports the plugin in a worker that only imports
     torch_npu, so it runs on torch_npu's own allocator (docs/usage.md: add
     ``import torch_npu_pinpool`` to the worker)."""
-    r = scenario("autoload_workers", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).result[how]
+    r = _workers(scenario, how, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     assert (r["loaded"], r["active"]) == (False, False) and r["replay"] != [2.0], r
 
 

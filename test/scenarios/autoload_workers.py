@@ -3,8 +3,9 @@
 plugin in each (issue #35)? This parent imports neither torch nor the plugin before the workers
 ran, so nothing it imported can leak into them.
 
-Env: TORCH_DEVICE_BACKEND_AUTOLOAD as the user sets it (the tests pass 1 and 0). Reports per
-start method what test/scenarios/_lib/autoload_worker.py's ``work()`` returned.
+Args: the start methods to try (``subprocess``, ``spawn``; both when none is named). Env:
+TORCH_DEVICE_BACKEND_AUTOLOAD as the user sets it (the tests pass 1 and 0). Reports per start
+method what test/scenarios/_lib/autoload_worker.py's ``work()`` returned.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def by_spawn() -> dict:
 
 
 if __name__ == "__main__":
-    out = {"subprocess": by_subprocess(), "spawn": by_spawn()}
+    starts = {"subprocess": by_subprocess, "spawn": by_spawn}
+    out = {how: starts[how]() for how in sys.argv[1:] or starts}
     sys.path.insert(0, HERE)
     from _lib.scenario import report  # imports torch, torch_npu and the plugin: after the workers
 

@@ -1,7 +1,7 @@
 """Worker processes that only ``import torch_npu`` (vLLM's one process per NPU), started by
 ``subprocess`` and by multiprocessing's ``spawn``: does torch's backend autoload activate the
-plugin in each (issue #35)? This parent imports neither torch nor the plugin before the workers
-ran, so nothing it imported can leak into them.
+plugin in each (issue #35)? This parent never imports torch nor the plugin, so nothing it
+imported can leak into them.
 
 Args: the start methods to try (``subprocess``, ``spawn``; both when none is named). Env:
 TORCH_DEVICE_BACKEND_AUTOLOAD as the user sets it (the tests pass 1 and 0). Reports per start
@@ -50,6 +50,6 @@ if __name__ == "__main__":
     starts = {"subprocess": by_subprocess, "spawn": by_spawn}
     out = {how: starts[how]() for how in sys.argv[1:] or starts}
     sys.path.insert(0, HERE)
-    from _lib.scenario import report  # imports torch, torch_npu and the plugin: after the workers
+    from _lib.result import report  # torch-free: this parent never loads torch
 
     report(out)

@@ -16,7 +16,6 @@ uses torch / torch_npu / plugin APIs only; simulator state lives in ``simctl.py`
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 import threading
@@ -27,7 +26,8 @@ import torch_npu
 
 import torch_npu_pinpool
 
-RESULT_TAG = "PINPOOL_RESULT:"
+from .result import report  # noqa: F401 (the scenarios import it from here)
+
 PLUGIN: bool = torch_npu_pinpool.is_active()
 N = 1024  # elements of the default test tensor (float32: 4 KiB)
 
@@ -202,12 +202,6 @@ def torchair_counts_captures() -> bool:
     from torch_npu.dynamo.torchair._acl_concrete_graph import acl_graph
 
     return 'counters["npugraph_ex"]' in inspect.getsource(acl_graph)
-
-
-def report(value: Any) -> None:
-    """The scenario's result, for ``run_scenario`` (and for a reader running it by hand)."""
-    sys.stdout.flush()
-    print(RESULT_TAG + json.dumps(value), flush=True)
 
 
 torch.npu.set_device(0)

@@ -35,7 +35,7 @@ def env_int(name: str, default: int) -> int:
 
 def report(value: Any) -> None:
     """The scenario's result: one line ``PINPOOL_RESULT:<json>`` on stdout, as the plugin's
-    scenario files print it (test/scenarios/_lib/scenario.py), for ``run_scenario`` and for a reader
+    scenario files print it (test/scenarios/_lib/result.py), for ``run_scenario`` and for a reader
     running the scenario by hand."""
     sys.stdout.flush()
     print(RESULT_TAG + json.dumps(value), flush=True)

@@ -6,7 +6,7 @@ one copy / replay in N compared, csrc/audit/audit.cpp Note [Sampled checks]) and
 report. The audit variants also return how many copies / replays they compared and how many
 hazards they saw (a correct loop: none).
 
-Every variant runs the loop with one intra-op thread (torch.set_num_threads(1)): on a 2-CPU
+Every variant runs the loop with one intra-op thread (timing.one_intra_op_thread): on a 2-CPU
 machine the OpenMP pool's second thread, the simulator's stream worker and torch_npu's task
 queue share one CPU, and the Python thread's spin at the pool's barrier (perf: 12-23% of its
 samples in libgomp, differing from process to process) moves steps/s by more than the audit's
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from harness import stats
+from harness import stats, timing
 
 from . import p5_decode
 
@@ -32,12 +32,8 @@ QUICK = {"steps": 50, "warmup": 200}
 def measure(ctx) -> dict:
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with timing.one_intra_op_thread(torch):
         return _measure(ctx, torch)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _measure(ctx, torch) -> dict:

@@ -5,9 +5,10 @@ running the body, time.thread_time), which a loaded machine inflates far less th
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable, Iterator
 
 Body = Callable[[int], None]  # body(n) runs n iterations
 
@@ -78,3 +79,19 @@ class Clock:
     def __exit__(self, *exc: object) -> None:
         self.wall = time.perf_counter() - self.t0
         self.cpu = time.thread_time() - self.c0
+
+
+@contextlib.contextmanager
+def one_intra_op_thread(torch) -> Iterator[None]:
+    """Run the block with torch.set_num_threads(1): a parallel CPU op (a host copy of 32 KiB or
+    more, as in pin_memory) then runs whole on the calling thread. With the default pool, the
+    calling thread does its share and spins at OpenMP's barrier for the rest; on a 2-CPU machine
+    that share and that spin change from process to process, and time.thread_time() never sees
+    the pool thread's part, so a CPU time measured around the op moves by more than the
+    allocator costs. The same in every variant."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

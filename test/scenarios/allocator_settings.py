@@ -10,11 +10,11 @@ use scenario.py (which activates the plugin at once).
 
 from __future__ import annotations
 
-import json
 import os
 
 import torch
 import torch_npu  # noqa: F401
+from _lib.result import report  # torch-free
 
 ORDER = os.environ["SETTINGS_ORDER"]
 MiB = 1 << 20
@@ -44,4 +44,4 @@ out["settings_after_pins"] = c10_settings()
 out["oversize_allocations"] = int(stats.get("oversize_allocations.allocated", -1))
 out["oversize_segments"] = int(stats.get("oversize_segments.allocated", -1))
 out["max_split_size"] = int(stats.get("max_split_size", -1))
-print("PINPOOL_RESULT:" + json.dumps(out), flush=True)
+report(out)

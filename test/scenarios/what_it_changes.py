@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import atexit
 import inspect
-import json
 import logging
 import os
-import sys
 import types
 from typing import Any
 
 import torch
 import torch_npu
 import torch_npu.npu.graphs
+from _lib.result import report  # torch-free
 
 
 def _owners() -> dict[str, Any]:
@@ -117,5 +116,4 @@ out = {
         n for n in ("_launch_host_func", "_launch_host_func_pending") if hasattr(torch_npu.npu, n)
     ),
 }
-sys.stdout.flush()
-print("PINPOOL_RESULT:" + json.dumps(out), flush=True)
+report(out)

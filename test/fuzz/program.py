@@ -35,8 +35,9 @@ Steps (``op`` and its fields; ``id`` names a pinned tensor, ``gid`` a graph; val
     replay(gid), reset(gid)
     thread(count, nbytes, value)  a threading.Thread pins, fills, copies and frees count tensors
     dataloader(batches, nbytes, value)   DataLoader(pin_memory=True) batches copied non_blocking
-    fork(busy, nbytes)            os.fork(); the child pins nbytes, reads the stats, empties the
-                                  cache and frees what it inherited; busy: meanwhile another
+    fork(busy, nbytes)            os.fork() once queued copies ran; the child pins nbytes,
+                                  reads the stats, empties the cache and frees what it
+                                  inherited; busy: meanwhile another
                                   thread keeps pinning and emptying the cache (issue 47: a
                                   child forked while a thread is inside an allocator hangs)
     dev_alloc(nbytes)             a device allocation (the device allocator's behaviour: oversize)

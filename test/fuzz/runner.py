@@ -318,7 +318,14 @@ class Run:
     def fork(self, step: dict[str, Any], obs: dict[str, Any]) -> None:
         """Fork a child (while a busy thread pins and empties the cache, with ``busy``) and
         wait for it up to FORK_TIMEOUT_S: ``child`` is "ok", "exit N" or "hung" (killed), and
-        ``child_calls`` what each of its allocator calls gave ("ok" or the exception's type)."""
+        ``child_calls`` what each of its allocator calls gave ("ok" or the exception's type).
+        The queued copies run first: CANN does not support a fork while asynchronous memory
+        operations run ("errors or hangs", with either allocator: AscendCL's restrictions,
+        hiascend.com/document/detail/en/canncommercial/800/appdevg/aclcppdevg/
+        aclcppdevg_000220.html), and the simulator's stream worker holds the runtime's lock as
+        it starts and ends each one (natively forked children of test_fuzz.py's seeds hung on
+        it)."""
+        torch.npu.synchronize()
         stop = threading.Event()
 
         def busy() -> None:

@@ -121,6 +121,7 @@ CORE_SOURCES = [
     "csrc/copy/pageable_copy_guard.cpp",
     "csrc/copy/strided_pinned_copy.cpp",
     "csrc/runtime/npu_runtime.cpp",
+    "csrc/runtime/fork_gate.cpp",
     "csrc/python/module.cpp",
     "csrc/python/allocator.cpp",
     "csrc/python/host_cache_api.cpp",

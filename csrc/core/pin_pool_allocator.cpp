@@ -5,9 +5,8 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <thread>
 
-#include "core/fork_gate.h"
+#include "runtime/fork_gate.h"
 #include "core/large_blocks.h"
 
 namespace torch_npu_pinpool {
@@ -301,12 +300,9 @@ std::array<std::mutex*, 5> PinPoolHostAllocatorImpl::fork_locks() {
 void PinPoolHostAllocatorImpl::lock_for_fork() {
   fork_locked_ = 0;
   for (std::mutex* lock : fork_locks()) {
-    const auto give_up = std::chrono::steady_clock::now() + kForkWait;
-    while (!lock->try_lock()) {
-      if (std::chrono::steady_clock::now() >= give_up) {
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (!poll_until([lock] { return lock->try_lock(); },
+                    std::chrono::steady_clock::now() + kForkWait)) {
+      return;
     }
     fork_locked_++;
   }
@@ -391,6 +387,7 @@ PinPoolHostAllocator* prepare_locked() {
   TORCH_CHECK(native != nullptr,
               "torch_npu_pinpool: torch_npu's host allocator is not registered; import "
               "torch_npu before activating torch_npu_pinpool.");
+  ForkGate::start();
   auto* ours = new PinPoolHostAllocator(native);  // leaked on purpose
   g_allocator.store(ours);
   pthread_atfork(&on_fork_prepare, &on_fork_parent, &on_fork_child);

@@ -38,10 +38,10 @@
 // ~~~~~~~~~~~~~~~~
 // With no capture underway, free (of a kInUse default-pool block) and record_event add one
 // relaxed load to ATen's path (2.13+: free one more, pinned_max_cached_size), allocate two (and
-// a size compare), each besides its Pass of the fork gate (two atomic adds, a load; Note [Fork
-// gate]). Everything else runs under the registry's mutex; deferred work (FenceQueue)
-// is picked up before every allocation (as ATen processes its events), by graph events, stats
-// and empty_cache.
+// a size compare), each besides its Pass of the fork gate (a thread's own count stored twice,
+// two relaxed loads; Note [Fork gate]). Everything else runs under the registry's mutex;
+// deferred work (FenceQueue) is picked up before every allocation (as ATen processes its
+// events), by graph events, stats and empty_cache.
 #pragma once
 
 #include <array>
@@ -49,7 +49,7 @@
 
 #include "core/block_map.h"
 #include "core/fence_queue.h"
-#include "core/fork_gate.h"
+#include "runtime/fork_gate.h"
 #include "core/graph_registry.h"
 #include "core/own_block_stats.h"
 

@@ -7,7 +7,7 @@
 // Each file includes the headers of its own layer.
 #include <pybind11/pybind11.h>
 
-#include "core/fork_gate.h"
+#include "runtime/fork_gate.h"
 
 namespace py = pybind11;
 

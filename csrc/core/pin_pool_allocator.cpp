@@ -6,8 +6,8 @@
 
 #include <atomic>
 
-#include "runtime/fork_gate.h"
 #include "core/large_blocks.h"
+#include "runtime/fork_gate.h"
 
 namespace torch_npu_pinpool {
 

@@ -49,9 +49,9 @@
 
 #include "core/block_map.h"
 #include "core/fence_queue.h"
-#include "runtime/fork_gate.h"
 #include "core/graph_registry.h"
 #include "core/own_block_stats.h"
+#include "runtime/fork_gate.h"
 
 namespace torch_npu_pinpool {
 

@@ -14,7 +14,9 @@ ci/upstream.sh`` (``ci/lib/upstream_record.py``) in each directory's ``upstream/
 (``ci/results/upstream/`` in the repository) become the "Upstream tests" section, and the
 records of the differential fuzzer's long runs (``python test/fuzz/cli.py ... --record DIR/fuzz``)
 in each directory's ``fuzz/`` the "Differential fuzzer" section, and the newest record of the
-test command (``ci/lib/command_record.py``) in a ``command/`` the "The test command" section.
+test command (``ci/lib/command_record.py``) in a ``command/`` the "The test command" section;
+that record's one-line statement (commit, cores, cache, wall time) is also docs/testing.md's
+block between ``<!-- results:test-command:begin ...`` and ``<!-- results:test-command:end -->``.
 Plain Python, no third-party imports.
 """
 
@@ -29,6 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DIRS = [REPO / "build" / "test-results", REPO / "ci" / "results"]
 DEFAULT_PAGE = REPO / "docs" / "test-results.md"
+TESTING_PAGE = REPO / "docs" / "testing.md"
+BLOCK = re.compile(
+    r"(<!-- results:test-command:begin[^\n]*-->\n).*?(<!-- results:test-command:end -->)", re.S)
 FIELDS = ("leg", "pair", "torch", "torch_npu", "commit", "date", "passed", "skipped", "failed")
 
 HEADER = """# Test results
@@ -272,23 +277,39 @@ def fuzz_section(records: list[dict[str, object]]) -> list[str]:
 COMMAND_FIELDS = ("kind", "command", "seconds", "cores", "rows", "commit", "date")
 
 
-def command_section(records: list[dict[str, object]]) -> list[str]:
-    """The newest run of the test command: its wall time, cores, and the rows it printed."""
-    if not records:
-        return []
-    r = max(records, key=lambda r: str(r["date"]))
+def newest_command(records: list[dict[str, object]]) -> dict[str, object] | None:
+    return max(records, key=lambda r: str(r["date"])) if records else None
+
+
+def command_line(r: dict[str, object]) -> str:
+    """One run of the test command in a sentence: commit, date, cores, cache, wall time."""
     cached = r.get("cached_envs")
     start = "" if cached is None else f", {cached} environment(s) cached"
     if cached == 0:
         start = ", from an empty cache"
+    return (f"`{r['command']}` at {r['commit']} ({r['date']}, {r['cores']} cores{start}): "
+            f"{int(r['seconds']) // 60} min {int(r['seconds']) % 60} s")
+
+
+def command_section(records: list[dict[str, object]]) -> list[str]:
+    """The newest run of the test command: its wall time, cores, and the rows it printed."""
+    r = newest_command(records)
+    if r is None:
+        return []
     return [
         "", "## The test command", "",
-        f"`{r['command']}` at {r['commit']} ({r['date']}, {r['cores']} cores{start}): "
-        f"{int(r['seconds']) // 60} min {int(r['seconds']) % 60} s, recorded by ci/test.sh "
+        f"{command_line(r)}, recorded by ci/test.sh "
         "(ci/lib/command_record.py). A row's time is its leg's; a pair's setup row says how long "
         "its environment and the plugin build took.", "", "```",
         *[str(line) for line in r["rows"]], "```",
     ]
+
+
+def testing_page(page: str, dirs: list[Path]) -> str:
+    """docs/testing.md's text with its test-command block rendered from the newest record."""
+    r = newest_command(load_records(dirs, "command", COMMAND_FIELDS))
+    line = f"Its last recorded run: {command_line(r)}." if r else "Its run is not yet recorded."
+    return BLOCK.sub(lambda m: m.group(1) + line + "\n" + m.group(2), page, count=1)
 
 
 def render(
@@ -314,6 +335,9 @@ def main(argv: list[str]) -> int:
     page = render(args.dirs or DEFAULT_DIRS)
     args.output.write_text(page)
     print(f"render_results: wrote {args.output}")
+    if args.output == DEFAULT_PAGE:
+        TESTING_PAGE.write_text(testing_page(TESTING_PAGE.read_text(), args.dirs or DEFAULT_DIRS))
+        print(f"render_results: wrote {TESTING_PAGE}")
     return 0
 
 

@@ -157,8 +157,12 @@ def test_committed_page_is_the_rendered_one():
         legs = (f"| {build} as-npu |", f"| {build} refusal |")
         assert any(leg in page for leg in legs), f"build {build} missing from docs/test-results.md"
     kept = render_results.render([REPO / "ci" / "results"])
+    testing = render_results.TESTING_PAGE.read_text()
+    assert render_results.BLOCK.search(testing), "docs/testing.md lost its test-command block"
     if not (REPO / "build" / "test-results").is_dir():
         assert page == kept, "docs/test-results.md is stale: run python ci/render_results.py"
+        rendered = render_results.testing_page(testing, [REPO / "ci" / "results"])
+        assert testing == rendered, "docs/testing.md is stale: run python ci/render_results.py"
 
 
 def _upstream(tmp_path: Path, *extra: str, on: str = "7/0/0", off: str = "6/0/1") -> dict:
@@ -248,3 +252,6 @@ def test_command_record_and_section(tmp_path):
     assert "from an empty cache" in section  # --cached-envs 0: every environment made in the run
     assert "env 95s, plugin build 205s" in section
     assert "## The test command" not in render_results.render([tmp_path / "x"], pairs=["2.14"])
+    block = "<!-- results:test-command:begin x -->\nold\n<!-- results:test-command:end -->\n"
+    docs = render_results.testing_page("a\n" + block, [tmp_path / "old", tmp_path / "new"])
+    assert "29 min 10 s." in docs and "old" not in docs and docs.startswith("a\n<!-- results")
